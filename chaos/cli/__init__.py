@@ -1,0 +1,57 @@
+"""`python -m chaos`: one sub-command per module in this package.
+
+Each command module exposes ``add_parser(subparsers)`` (which registers its
+sub-parser and sets ``func``) and its ``func(args) -> int``. Exit codes follow
+Jepsen's: 0 matches the expectation (or none is set), 1 mismatch, 2 unknown,
+254 bad arguments, 255 internal error.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+import traceback
+
+EXIT_OK, EXIT_MISMATCH, EXIT_UNKNOWN, EXIT_BAD_ARGS, EXIT_INTERNAL = 0, 1, 2, 254, 255
+
+# One line per sub-command module (chaos/cli/<module>.py).
+COMMAND_MODULES = [
+    "chaos.cli.list_cmd",      # list, describe
+    "chaos.cli.run_cmd",       # run, matrix
+    "chaos.cli.cluster_cmd",   # cluster up|down|status
+    "chaos.cli.proxy_cmd",     # proxy serve
+]
+
+
+class BadArguments(Exception):
+    """Raised by a command for input it cannot act on; the message names the fix."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # argparse's default exit code 2 means "unknown" here
+        self.print_usage(sys.stderr)
+        print(f"{self.prog}: error: {message}", file=sys.stderr)
+        sys.exit(EXIT_BAD_ARGS)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="python -m chaos", description=__doc__.splitlines()[0])
+    subparsers = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    for name in COMMAND_MODULES:
+        importlib.import_module(name).add_parser(subparsers)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except BadArguments as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_BAD_ARGS
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except Exception:  # noqa: BLE001 - the contract is exit code 255 with the traceback
+        traceback.print_exc()
+        return EXIT_INTERNAL

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Idempotent set-up for a fresh Debian 12 machine: the servers the framework starts
+# and the Python packages it imports. Safe to run again: it only installs what is missing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need_apt=()
+command -v redis-server >/dev/null 2>&1 || need_apt+=(redis-server)
+if ! ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 && ! command -v postgres >/dev/null 2>&1; then
+  need_apt+=(postgresql)
+fi
+if [ ${#need_apt[@]} -gt 0 ]; then
+  echo "setup: installing ${need_apt[*]} with apt-get" >&2
+  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need_apt[@]}" >/dev/null
+fi
+
+PY=${PYTHON:-python3}
+stamp=".setup-stamp"
+if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || ! "$PY" -c "import chaos.plugin" >/dev/null 2>&1; then
+  echo "setup: installing Python packages (pip install -e '.[test,examples]')" >&2
+  "$PY" -m pip install -q --disable-pip-version-check -e '.[test,examples]'
+  touch "$stamp"
+fi

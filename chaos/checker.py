@@ -1,0 +1,541 @@
+"""Verdicts from one run's history and the final PostgreSQL/Redis state.
+
+The checker is pure: ops and a `FinalState` in, a `RunResult` out; `summarize` sums runs
+into a `CellResult` (one preset x fault cell). Events are identified by `event_id`, never
+by stream entry id (a failover can hand an old entry id to a new event). The meaning of
+every count and of the verdict is in docs/checker.md; the short version:
+
+* valid   = nothing lost, no wrong final state, no reordered write, nothing unexpected;
+            duplicates, redeliveries, pending and DLQ entries are counted, not judged
+* invalid = any of those safety counts above zero (it outranks unknown, as in Jepsen)
+* unknown = no safety violation seen, but the run cannot vouch for itself (a worker died
+            unexpectedly, a fault did not heal, the drain timed out)
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
+
+from chaos.history import HistoryError, paused_gc
+
+VALID, INVALID, UNKNOWN = "valid", "invalid", "unknown"
+VERDICT_PRIORITY = {VALID: 0, UNKNOWN: 1, INVALID: 2}  # Jepsen's merge-valid: the worst wins
+SCHEMA_VERSION = 1
+MAX_ANOMALIES_PER_KIND = 10  # per run and per cell; the counts stay exact
+MAX_EXAMPLES = 5
+HANDLED_EFFECTS = frozenset({"applied", "stale"})
+REDELIVERY_VIAS = frozenset({"claim", "pending"})
+
+# Anomaly kinds (Jepsen-style names); each one makes a run invalid except the last two.
+LOST, REORDERED, WRONG_FINAL_STATE, UNEXPECTED = "lost", "reordered", "wrong-final-state", "unexpected"
+DUPLICATED, PROJECTION_DRIFT = "duplicated", "projection-drift"
+INVALIDATING_KINDS = (LOST, REORDERED, WRONG_FINAL_STATE, UNEXPECTED)
+
+
+@dataclass
+class FinalState:
+    """What the orchestrator reads after the drain (docs/INTERFACES.md section 5)."""
+
+    rows: dict[str, dict] = field(default_factory=dict)
+    projection: dict[str, int] = field(default_factory=dict)
+    stream_entries: list[dict] = field(default_factory=list)
+    pending: list[dict] = field(default_factory=list)
+    undelivered: list[dict] = field(default_factory=list)
+    dlq: list[dict] = field(default_factory=list)
+    outbox: list[dict] = field(default_factory=list)
+    events: list[dict] = field(default_factory=list)
+
+
+@dataclass
+class Counts:
+    """The measured figures of a run, or of a cell when summed (docs/checker.md defines each)."""
+
+    published: int = 0
+    lost: int = 0
+    recovered: int = 0
+    duplicated: int = 0
+    redelivered: int = 0
+    duplicate_entries: int = 0
+    reordered: int = 0
+    wrong_final_state_runs: int = 0
+    wrong_keys: int = 0
+    pending_left: int = 0
+    undelivered: int = 0
+    dlq: int = 0
+    delivered: int = 0
+    handled: int = 0
+    unexpected: int = 0
+    indeterminate: int = 0
+    retries: int = 0
+    releases_failed: int = 0
+    projection_drift: int = 0
+
+    def __add__(self, other: Counts) -> Counts:
+        return Counts(**{f.name: getattr(self, f.name) + getattr(other, f.name) for f in fields(self)})
+
+    def as_dict(self) -> dict[str, int]:
+        return asdict(self)
+
+
+COUNT_NAMES = tuple(f.name for f in fields(Counts))
+
+
+@dataclass
+class Anomaly:
+    """One kind of wrongness on one key in one run, with a few event ids as examples."""
+
+    kind: str
+    key: str | None
+    run: int
+    versions: list = field(default_factory=list)  # versions applied to the key, in applied order
+    examples: list[str] = field(default_factory=list)
+    count: int = 1  # events (or writes, for reordered) of this kind on this key
+    detail: str = ""
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class RunResult:
+    """The checker's answer for one run."""
+
+    run: int
+    counts: Counts
+    verdict: str
+    anomalies: list[Anomaly]
+    anomaly_counts: dict[str, int]
+    final_state: dict[str, dict]
+    unknown_reasons: list[str] = field(default_factory=list)
+    seed: int | None = None
+
+    def to_json(self) -> dict:
+        """The `per_run` element of `run --json`: seed, counts (flat), final state."""
+        return {
+            "run": self.run, "seed": self.seed, "verdict": self.verdict, **self.counts.as_dict(),
+            "anomaly_counts": dict(self.anomaly_counts), "unknown_reasons": list(self.unknown_reasons),
+            "final_state": self.final_state,
+        }
+
+
+@dataclass
+class CellResult:
+    """Runs of one preset x fault cell: counts summed, verdicts merged, anomalies bounded."""
+
+    counts: Counts
+    verdict: str
+    runs: list[RunResult]
+    anomalies: list[Anomaly]
+    anomaly_counts: dict[str, int]
+    unknown_reasons: list[str]
+
+    @property
+    def run_count(self) -> int:
+        return len(self.runs)
+
+    def count(self, name: str) -> Any:
+        """A count by name (`lost`, ...), `verdict` or `runs`; bad names list the valid ones."""
+        if name == "runs":
+            return self.run_count
+        if name == "verdict":
+            return self.verdict
+        if name not in COUNT_NAMES:
+            raise KeyError(f"no count named {name!r}; counts are {', '.join(COUNT_NAMES)}, runs, verdict")
+        return getattr(self.counts, name)
+
+    def to_json(self, **context: Any) -> dict:
+        """The `run --json` object; the orchestrator supplies preset, fault, seed, ... as context.
+
+        `expected` may be an Expectation (serialized here, and `matches_expectation` and
+        `mismatches` computed unless given) or an already serialized dict or None.
+        """
+        expected = context.pop("expected", None)
+        mismatches = context.pop("mismatches", None)
+        matches = context.pop("matches_expectation", None)
+        if hasattr(expected, "mismatches"):
+            if mismatches is None:
+                mismatches = expected.mismatches(self)
+            expected = expected.to_json()
+        if matches is None:
+            matches = True if expected is None else not mismatches
+        out: dict[str, Any] = {
+            "schema_version": SCHEMA_VERSION,
+            "preset": context.pop("preset", None),
+            "fault": context.pop("fault", None),
+            "runs": context.pop("runs", self.run_count),
+            "seed": context.pop("seed", None),
+            "time_scale": context.pop("time_scale", None),
+            **self.counts.as_dict(),
+            "verdict": self.verdict,
+            "anomalies": [a.as_dict() for a in self.anomalies],
+            "anomaly_counts": dict(self.anomaly_counts),
+            "unknown_reasons": list(self.unknown_reasons),
+            "expected": expected,
+            "matches_expectation": matches,
+            "mismatches": list(mismatches or []),
+            "wall_s": context.pop("wall_s", None),
+            "run_dir": _jsonable_path(context.pop("run_dir", None)),
+            "reproduce": context.pop("reproduce", None),
+        }
+        out.update(context)
+        out["per_run"] = [r.to_json() for r in self.runs]
+        return out
+
+
+def _jsonable_path(value: Any) -> Any:
+    return None if value is None else str(value)
+
+
+def merge_verdicts(verdicts: Iterable[str]) -> str:
+    """The worst verdict (invalid > unknown > valid); no verdicts at all is unknown."""
+    worst = None
+    for verdict in verdicts:
+        if verdict not in VERDICT_PRIORITY:
+            raise ValueError(f"verdict {verdict!r} is not one of {sorted(VERDICT_PRIORITY)}")
+        if worst is None or VERDICT_PRIORITY[verdict] > VERDICT_PRIORITY[worst]:
+            worst = verdict
+    return worst or UNKNOWN
+
+
+class _Event:
+    """What the history says about one event (slots: there may be 10^6 of them)."""
+
+    __slots__ = ("key", "version", "etype", "ok", "info", "open", "deliveries", "applied",
+                 "handled_at", "recovered", "first_entry", "entries", "dlq", "last_via", "last_count")
+
+    def __init__(self) -> None:
+        self.key = self.version = self.etype = None
+        self.ok = self.info = self.recovered = self.dlq = False  # a `fail` publish changes nothing
+        self.open = self.deliveries = self.applied = 0
+        self.handled_at: float | None = None
+        self.first_entry: tuple[str | None, str] | None = None
+        self.entries: dict[str | None, set[str]] | None = None  # only once a second entry shows up
+        self.last_via: str | None = None
+        self.last_count = 1
+
+    def learn(self, op: dict) -> None:
+        if self.key is None and op.get("key") is not None:
+            self.key = str(op["key"])
+        if self.version is None:
+            self.version = op.get("version")
+        if self.etype is None:
+            self.etype = op.get("etype")
+
+    def add_entry(self, stream: str | None, entry_id: str | None) -> None:
+        if entry_id is None:
+            return
+        first = self.first_entry
+        if first is None:
+            self.first_entry = (stream, entry_id)
+            return
+        if first[1] == entry_id and (first[0] == stream or stream is None):
+            return
+        if self.entries is None:
+            self.entries = {first[0]: {first[1]}}
+        self.entries.setdefault(stream, set()).add(entry_id)
+
+    def extra_entries(self) -> int:
+        """Entries beyond one per stream; ids seen without a stream join the one known stream."""
+        if self.entries is None:
+            return 0
+        loose = self.entries.get(None, set())
+        named = {s: ids for s, ids in self.entries.items() if s is not None}
+        if not named:
+            return len(loose) - 1
+        if len(named) == 1:
+            (ids,) = named.values()
+            return len(ids | loose) - 1
+        known = set().union(*named.values())
+        extra = sum(len(ids) - 1 for ids in named.values())
+        return extra + len(loose - known)
+
+
+class _RunScan:
+    """One pass over a run's ops, collecting per-event and per-key facts."""
+
+    def __init__(self) -> None:
+        self.events: dict[str, _Event] = defaultdict(_Event)
+        self.applied_versions: dict[str, list] = defaultdict(list)
+        self.max_version: dict[str, Any] = {}
+        self.reorders: dict[str, int] = defaultdict(int)
+        self.fault_started = False
+        self.retries = 0
+        self.releases_failed = 0
+
+    def scan(self, history: Iterable[dict]) -> None:
+        try:
+            self._scan(history)
+        except KeyError as exc:
+            raise HistoryError(f"op without {exc}: every op needs time, process, type and f "
+                               "(write them with HistoryWriter.op, read them with read_history)") from None
+
+    def _scan(self, history: Iterable[dict]) -> None:
+        events = self.events
+        for op in history:
+            f = op["f"]
+            kind = op["type"]
+            if f == "deliver" or f == "publish" or f == "apply" or f == "dlq":
+                eid = op.get("event_id")
+                if eid is None:
+                    continue
+                ev = events[eid]
+                if ev.key is None or ev.version is None:
+                    ev.learn(op)
+                if f == "deliver":
+                    if kind == "ok":
+                        ev.deliveries += 1
+                        ev.add_entry(op.get("stream"), op.get("entry_id"))
+                        ev.last_via = op.get("via")
+                        ev.last_count = op.get("delivery_count") or 1
+                elif f == "publish":
+                    if kind == "invoke":
+                        ev.open += 1
+                        continue
+                    if ev.open:
+                        ev.open -= 1
+                    if kind == "ok":
+                        ev.ok = True
+                        ev.add_entry(op.get("stream"), op.get("entry_id"))
+                    elif kind == "info":
+                        ev.info = True
+                elif kind == "ok":
+                    if f == "apply":
+                        self._apply(op, ev)
+                    else:
+                        ev.dlq = True
+            elif f == "fault":
+                value = op.get("value")
+                if isinstance(value, dict) and value.get("phase") == "start":
+                    self.fault_started = True
+            elif f == "failpoint":
+                self.fault_started = True
+            elif f == "retry":
+                self.retries += 1
+            elif f == "unlock":
+                if kind == "fail" or (kind == "ok" and op.get("value") in (0, False, "0")):
+                    self.releases_failed += 1
+
+    def _apply(self, op: dict, ev: _Event) -> None:
+        effect = op.get("effect")
+        rows = op.get("rows")
+        if effect is None:  # older writers: infer from rows affected
+            effect = "applied" if rows is None or rows > 0 else "stale"
+        if effect == "applied" and rows == 0:
+            effect = "stale"
+        if effect not in HANDLED_EFFECTS:
+            return  # "duplicate": the guard said seen; handling must be shown by another apply
+        if ev.handled_at is None:
+            ev.handled_at = op["time"]
+            if self.fault_started:
+                ev.recovered = ev.last_via in REDELIVERY_VIAS or ev.last_count > 1
+        if effect != "applied":
+            return
+        ev.applied += 1
+        key = op.get("key")
+        key = ev.key if key is None else str(key)
+        version = op.get("version", ev.version)
+        if key is None:
+            return
+        self.applied_versions[key].append(version)
+        if version is None:
+            return
+        top = self.max_version.get(key)
+        try:
+            if top is None or version > top:
+                self.max_version[key] = version
+            elif version < top:
+                self.reorders[key] += 1
+        except TypeError:
+            raise HistoryError(f"apply of {op.get('event_id')} on key {key}: version {version!r} cannot be "
+                               f"compared with {top!r}; `version` must be the business version (an int)") from None
+
+    def close_dangling(self) -> None:
+        """A publish invoke without completion (its process was killed) is an `info`."""
+        for ev in self.events.values():
+            if ev.open > 0:
+                ev.info = True
+
+
+def _ids(items: list[dict]) -> set[str]:
+    return {item["event_id"] for item in items if item.get("event_id") is not None}
+
+
+class _Anomalies:
+    """Anomalies of one run: exact counts per kind, at most MAX_ANOMALIES_PER_KIND kept."""
+
+    def __init__(self, run: int) -> None:
+        self.run = run
+        self.kept: list[Anomaly] = []
+        self.per_kind: dict[str, int] = defaultdict(int)
+        self.kept_per_kind: dict[str, int] = defaultdict(int)
+
+    def add(self, kind: str, key: str | None, *, count: int = 1, examples: Iterable[str] = (),
+            versions: list | None = None, detail: str = "") -> None:
+        self.per_kind[kind] += count
+        if self.kept_per_kind[kind] >= MAX_ANOMALIES_PER_KIND:
+            return
+        self.kept_per_kind[kind] += 1
+        self.kept.append(Anomaly(kind, key, self.run, list(versions or []),
+                                 sorted(examples)[:MAX_EXAMPLES], count, detail))
+
+
+def check_run(history: list[dict], final: FinalState, *, run: int = 0,
+              unknown_reasons: Iterable[str] = (), seed: int | None = None) -> RunResult:
+    """Counts, anomalies and verdict of one run (pure: no I/O)."""
+    if not isinstance(final, FinalState):
+        raise TypeError(f"check_run needs a chaos.checker.FinalState, got {type(final).__name__}; "
+                        "build it with FinalState(rows=..., pending=..., ...)")
+    with paused_gc():
+        return _check_run(history, final, run, list(unknown_reasons), seed)
+
+
+def _check_run(history: list[dict], final: FinalState, run: int, reasons: list[str],
+               seed: int | None) -> RunResult:
+    scan = _RunScan()
+    scan.scan(history)
+    scan.close_dangling()
+    redis_ids = _absorb_final(scan.events, final)
+    counts = Counts(pending_left=len(final.pending), undelivered=len(final.undelivered),
+                    dlq=len(final.dlq), retries=scan.retries, releases_failed=scan.releases_failed)
+    anomalies = _Anomalies(run)
+    published_by_key = _count_events(scan, redis_ids, counts, anomalies)
+    for key, n in scan.reorders.items():
+        counts.reordered += n
+        anomalies.add(REORDERED, key, count=n, versions=scan.applied_versions[key],
+                      detail="a version older than one already applied was written")
+    final_state = {str(k): {"status": row.get("status"), "version": row.get("version")}
+                   for k, row in final.rows.items()}
+    _check_final_state(published_by_key, final_state, scan, counts, anomalies)
+    _check_projection(final.projection, scan.events, counts, anomalies)
+    if any(anomalies.per_kind.get(kind) for kind in INVALIDATING_KINDS):
+        verdict = INVALID
+    elif reasons:
+        verdict = UNKNOWN
+    else:
+        verdict = VALID
+    return RunResult(run=run, counts=counts, verdict=verdict, anomalies=anomalies.kept,
+                     anomaly_counts=dict(anomalies.per_kind), final_state=final_state,
+                     unknown_reasons=reasons, seed=seed)
+
+
+def _absorb_final(events: dict[str, _Event], final: FinalState) -> dict[str, set[str]]:
+    """Fold the final Redis/PostgreSQL lists into the events; returns their event id sets."""
+    for intended in final.events:
+        if intended.get("event_id") is not None:
+            events[intended["event_id"]].learn(intended)
+    for source in (final.stream_entries, final.pending, final.undelivered):
+        for entry in source:
+            if entry.get("event_id") is not None:
+                events[entry["event_id"]].add_entry(entry.get("stream"), entry.get("entry_id"))
+    for row in final.outbox:
+        if row.get("event_id") is not None:
+            events[row["event_id"]].learn(row)
+    ids = {"stream": _ids(final.stream_entries), "pending": _ids(final.pending),
+           "undelivered": _ids(final.undelivered), "outbox": _ids(final.outbox)}
+    for eid in _ids(final.dlq):
+        events[eid].dlq = True
+    return ids
+
+
+def _count_events(scan: _RunScan, ids: dict[str, set[str]], counts: Counts,
+                  anomalies: _Anomalies) -> dict[str, list[tuple[Any, str | None, str]]]:
+    """The per-event counts; returns each key's published (version, etype, event_id)."""
+    published_by_key: dict[str, list[tuple[Any, str | None, str]]] = defaultdict(list)
+    by_kind: dict[str, dict[str | None, list[str]]] = {LOST: defaultdict(list), DUPLICATED: defaultdict(list),
+                                                       UNEXPECTED: defaultdict(list)}
+    waiting = ids["pending"] | ids["undelivered"]
+    in_redis = ids["stream"] | waiting
+    for eid, ev in scan.events.items():
+        handled = ev.handled_at is not None
+        seen = ev.deliveries > 0 or handled or ev.dlq or eid in in_redis
+        published = ev.ok or eid in ids["outbox"] or (ev.info and seen)
+        if ev.deliveries:
+            counts.delivered += 1
+            counts.redelivered += ev.deliveries - 1
+        counts.duplicate_entries += ev.extra_entries()
+        if handled:
+            counts.handled += 1
+            counts.recovered += ev.recovered
+        if ev.applied > 1:
+            counts.duplicated += 1
+            by_kind[DUPLICATED][ev.key].append(eid)
+        if published:
+            counts.published += 1
+            if ev.key is not None:
+                published_by_key[ev.key].append((ev.version, ev.etype, eid))
+            if not handled and not ev.dlq and eid not in waiting:
+                counts.lost += 1
+                by_kind[LOST][ev.key].append(eid)
+        elif ev.info:
+            counts.indeterminate += 1
+        elif ev.deliveries or handled:
+            counts.unexpected += 1  # delivered or handled, yet its publish failed or never ran
+            by_kind[UNEXPECTED][ev.key].append(eid)
+    details = {LOST: "published, never handled", DUPLICATED: "effect applied more than once",
+               UNEXPECTED: "delivered or handled although no publish succeeded"}
+    for kind, per_key in by_kind.items():
+        for key, eids in per_key.items():
+            anomalies.add(kind, key, count=len(eids), examples=eids,
+                          versions=scan.applied_versions.get(key, []), detail=details[kind])
+    return published_by_key
+
+
+def _check_final_state(published_by_key: dict[str, list[tuple[Any, str | None, str]]],
+                       final_state: dict[str, dict], scan: _RunScan, counts: Counts,
+                       anomalies: _Anomalies) -> None:
+    """Each key's final status must be the etype of its highest published business version."""
+    for key, published in published_by_key.items():
+        versioned = [p for p in published if p[0] is not None]
+        if not versioned:
+            continue  # bulk jobs without versions
+        top_version, top_etype, top_eid = max(versioned, key=lambda p: p[0])
+        row = final_state.get(key) or {}
+        if row.get("status") != top_etype:
+            counts.wrong_keys += 1
+            anomalies.add(WRONG_FINAL_STATE, key, examples=[top_eid],
+                          versions=scan.applied_versions.get(key, []),
+                          detail=f"expected {top_etype} (v={top_version}), final "
+                                 f"{row.get('status')} (v={row.get('version')})")
+    counts.wrong_final_state_runs = int(counts.wrong_keys > 0)
+
+
+def _check_projection(projection: dict[str, int], events: dict[str, _Event], counts: Counts,
+                      anomalies: _Anomalies) -> None:
+    """A projection counter should equal the number of its key's events applied at least once."""
+    if not projection:
+        return
+    applied: dict[str, int] = defaultdict(int)
+    for ev in events.values():
+        if ev.applied and ev.key is not None:
+            applied[ev.key] += 1
+    for key, value in projection.items():
+        expected = applied.get(str(key), 0)
+        drift = int(value) - expected
+        if drift:
+            counts.projection_drift += abs(drift)
+            anomalies.add(PROJECTION_DRIFT, str(key), count=abs(drift),
+                          detail=f"projection {value}, events applied {expected}")
+
+
+def summarize(runs: list[RunResult]) -> CellResult:
+    """One cell from its runs: counts summed, verdict merged, anomalies bounded per kind."""
+    if not runs:
+        raise ValueError("summarize() needs at least one RunResult; did every run fail to start?")
+    total = Counts()
+    anomaly_counts: dict[str, int] = defaultdict(int)
+    kept: list[Anomaly] = []
+    kept_per_kind: dict[str, int] = defaultdict(int)
+    reasons: list[str] = []
+    for result in runs:
+        total = total + result.counts
+        for kind, n in result.anomaly_counts.items():
+            anomaly_counts[kind] += n
+        for anomaly in result.anomalies:
+            if kept_per_kind[anomaly.kind] < MAX_ANOMALIES_PER_KIND:
+                kept_per_kind[anomaly.kind] += 1
+                kept.append(anomaly)
+        reasons.extend(f"run {result.run}: {reason}" for reason in result.unknown_reasons)
+    return CellResult(counts=total, verdict=merge_verdicts(r.verdict for r in runs), runs=list(runs),
+                      anomalies=kept, anomaly_counts=dict(anomaly_counts), unknown_reasons=reasons)

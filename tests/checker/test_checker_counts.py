@@ -1,0 +1,260 @@
+"""Every count of check_run on hand-made histories (docs/checker.md defines them)."""
+from __future__ import annotations
+
+import pytest
+
+from chaos.checker import INVALID, UNKNOWN, VALID, check_run
+from checker_histories import CREATED_42, CREATED_43, PAID_42, PAID_43, History, final
+
+PAID = {"42": ("paid", 2)}
+
+
+def both_handled() -> History:
+    h = History().publish(CREATED_42, entry_id="1-0").publish(PAID_42, entry_id="2-0")
+    return h.handle(CREATED_42, "1-0").handle(PAID_42, "2-0")
+
+
+def test_clean_run_is_valid_with_every_event_published_and_handled():
+    result = check_run(both_handled().ops, final(PAID))
+    c = result.counts
+    assert (c.published, c.handled, c.delivered, c.lost, c.duplicated, c.reordered) == (2, 2, 2, 0, 0, 0)
+    assert result.verdict == VALID
+    assert result.final_state == {"42": {"status": "paid", "version": 2}}
+
+
+class TestPublished:
+    def test_failed_publish_is_not_published(self):
+        h = History().publish(CREATED_42, "fail").publish(PAID_42, entry_id="2-0").handle(PAID_42, "2-0")
+        assert check_run(h.ops, final(PAID)).counts.published == 1
+
+    def test_info_publish_found_in_the_stream_is_published(self):
+        h = History().publish(CREATED_42, "info").publish(PAID_42, entry_id="2-0").handle(PAID_42, "2-0")
+        stream = [{"entry_id": "1-0", "stream": "orders", "event_id": "e42-1"}]
+        result = check_run(h.ops, final(PAID, stream_entries=stream))
+        assert result.counts.published == 2
+        assert result.counts.lost == 1  # in the stream, acked by nobody, never handled
+
+    def test_info_publish_that_was_delivered_is_published_even_if_trimmed(self):
+        h = History().publish(CREATED_42, "info").handle(CREATED_42, "1-0")
+        assert check_run(h.ops, final({"42": ("created", 1)})).counts.published == 1
+
+    def test_info_publish_never_seen_is_indeterminate_not_lost(self):
+        h = History().publish(CREATED_42, "info")
+        c = check_run(h.ops, final()).counts
+        assert (c.published, c.lost, c.indeterminate) == (0, 0, 1)
+
+    def test_dangling_invoke_counts_as_info(self):
+        h = History().publish(CREATED_42, "dangling")
+        stream = [{"entry_id": "1-0", "stream": "orders", "event_id": "e42-1"}]
+        seen = check_run(h.ops, final(stream_entries=stream)).counts
+        unseen = check_run(h.ops, final()).counts
+        assert (seen.published, unseen.published, unseen.indeterminate) == (1, 0, 1)
+
+    def test_retry_after_fail_counts_once(self):
+        h = History().publish(CREATED_42, "fail").publish(CREATED_42, "fail").publish(CREATED_42, entry_id="9-0")
+        assert check_run(h.ops, final()).counts.published == 1
+
+    def test_committed_outbox_row_is_published(self):
+        outbox = [{"id": 1, "event_id": "e42-1", "key": "42", "version": 1, "published": False}]
+        intended = [CREATED_42.fields]
+        c = check_run([], final(outbox=outbox, events=intended)).counts
+        assert (c.published, c.lost, c.wrong_keys) == (1, 1, 1)
+
+
+class TestLost:
+    def test_published_never_handled_is_lost_and_invalid(self):
+        h = History().publish(CREATED_42, entry_id="1-0").publish(PAID_42, entry_id="2-0").handle(PAID_42, "2-0")
+        result = check_run(h.ops, final(PAID))
+        assert result.counts.lost == 1
+        assert result.verdict == INVALID
+        (anomaly,) = [a for a in result.anomalies if a.kind == "lost"]
+        assert (anomaly.key, anomaly.examples) == ("42", ["e42-1"])
+
+    @pytest.mark.parametrize("where", ["pending", "undelivered", "dlq"])
+    def test_event_still_in_redis_is_not_lost(self, where):
+        h = History().publish(CREATED_42, entry_id="1-0")
+        entry = {"entry_id": "1-0", "stream": "orders", "event_id": "e42-1", "consumer": "C1",
+                 "delivery_count": 1}
+        result = check_run(h.ops, final({"42": ("created", 1)}, **{where: [entry]}))
+        assert result.counts.lost == 0
+        assert getattr(result.counts, "pending_left" if where == "pending" else where) == 1
+
+    def test_dlq_op_keeps_an_event_from_being_lost(self):
+        h = History().publish(CREATED_42, entry_id="1-0").deliver(CREATED_42, "1-0")
+        h.op("C1", "ok", "dlq", **CREATED_42.fields, entry_id="1-0")
+        assert check_run(h.ops, final({"42": ("created", 1)})).counts.lost == 0
+
+    def test_stale_rejection_counts_as_handled(self):
+        h = History().publish(CREATED_42, entry_id="1-0").publish(PAID_42, entry_id="2-0")
+        h.handle(PAID_42, "2-0").handle(CREATED_42, "1-0", effect="stale")
+        c = check_run(h.ops, final(PAID)).counts
+        assert (c.lost, c.handled, c.reordered) == (0, 2, 0)
+
+    def test_dedupe_saying_seen_without_any_effect_is_lost(self):
+        h = History().publish(CREATED_42, entry_id="1-0").handle(CREATED_42, "1-0", effect="duplicate")
+        assert check_run(h.ops, final({"42": ("created", 1)})).counts.lost == 1
+
+    def test_ack_on_receive_kill_loses_exactly_delivered_minus_handled(self):
+        h = History()
+        events = [CREATED_42, PAID_42, CREATED_43, PAID_43]
+        for i, ev in enumerate(events):
+            h.publish(ev, entry_id=f"{i}-0")
+        for i, ev in enumerate(events):
+            h.deliver(ev, f"{i}-0").ack(ev, f"{i}-0")
+        h.apply(CREATED_42)
+        c = check_run(h.ops, final()).counts
+        assert c.lost == c.delivered - c.handled == 3
+
+
+class TestRecovered:
+    def claimed_after(self, h: History) -> History:
+        h.deliver(CREATED_42, "1-0", process="C1")
+        h.fault("kill-consumer", "start").fault("kill-consumer", "stop")
+        return h.handle(CREATED_42, "1-0", process="C2", via="claim", count=2)
+
+    def test_claimed_and_handled_after_a_fault_is_recovered(self):
+        h = self.claimed_after(History().publish(CREATED_42, entry_id="1-0"))
+        c = check_run(h.ops, final({"42": ("created", 1)})).counts
+        assert (c.recovered, c.redelivered, c.lost) == (1, 1, 0)
+
+    def test_handled_before_the_fault_is_not_recovered(self):
+        h = History().publish(CREATED_42, entry_id="1-0").handle(CREATED_42, "1-0")
+        h.fault("kill-consumer", "start")
+        h.handle(CREATED_42, "1-0", process="C2", via="claim", count=2)
+        c = check_run(h.ops, final({"42": ("created", 1)})).counts
+        assert (c.recovered, c.duplicated) == (0, 1)
+
+    def test_first_read_after_a_fault_is_not_recovered(self):
+        h = History().publish(CREATED_42, entry_id="1-0").fault("latency", "start").handle(CREATED_42, "1-0")
+        assert check_run(h.ops, final({"42": ("created", 1)})).counts.recovered == 0
+
+    def test_redelivery_without_any_fault_is_not_recovered(self):
+        h = History().publish(CREATED_42, entry_id="1-0").deliver(CREATED_42, "1-0")
+        h.handle(CREATED_42, "1-0", via="pending", count=2)
+        assert check_run(h.ops, final({"42": ("created", 1)})).counts.recovered == 0
+
+    def test_failpoint_op_counts_as_a_fault_start(self):
+        h = History().publish(CREATED_42, entry_id="1-0").deliver(CREATED_42, "1-0")
+        h.op("C1", "info", "failpoint", value={"name": "mid_batch", "action": "kill"})
+        h.handle(CREATED_42, "1-0", process="C2", via="claim", count=2)
+        assert check_run(h.ops, final({"42": ("created", 1)})).counts.recovered == 1
+
+
+class TestDuplicatesAndRedelivery:
+    def test_applied_twice_is_one_duplicated_event_and_still_valid(self):
+        h = both_handled().handle(PAID_42, "2-0", via="pending", count=2)
+        result = check_run(h.ops, final(PAID))
+        assert (result.counts.duplicated, result.counts.redelivered) == (1, 1)
+        assert result.verdict == VALID
+        assert [a.kind for a in result.anomalies] == ["duplicated"]
+
+    def test_deliveries_beyond_the_first_are_redelivered(self):
+        h = History().publish(CREATED_42, entry_id="1-0")
+        for n in (1, 2, 3):
+            h.deliver(CREATED_42, "1-0", count=n)
+        h.apply(CREATED_42)
+        assert check_run(h.ops, final({"42": ("created", 1)})).counts.redelivered == 2
+
+    def test_second_stream_entry_of_one_event(self):
+        h = History().publish(CREATED_42, "info").publish(CREATED_42, entry_id="5-0")
+        h.handle(CREATED_42, "1-0").handle(CREATED_42, "5-0", effect="duplicate")
+        c = check_run(h.ops, final({"42": ("created", 1)})).counts
+        assert (c.duplicate_entries, c.redelivered, c.duplicated) == (1, 1, 0)
+
+    def test_same_entry_seen_by_publish_deliver_and_stream_is_one_entry(self):
+        h = History().publish(CREATED_42, entry_id="1-0").handle(CREATED_42, "1-0")
+        stream = [{"entry_id": "1-0", "stream": "orders", "event_id": "e42-1"}]
+        assert check_run(h.ops, final({"42": ("created", 1)}, stream_entries=stream)).counts.duplicate_entries == 0
+
+    def test_one_entry_in_each_of_two_streams_is_not_a_duplicate(self):
+        h = History().publish(CREATED_42, entry_id="1-0", stream="ingest")
+        h.op("router", "ok", "publish", **CREATED_42.fields, entry_id="1-1", stream="orders:0")
+        assert check_run(h.ops, final()).counts.duplicate_entries == 0
+
+    def test_projection_above_events_applied_is_drift(self):
+        h = both_handled()
+        result = check_run(h.ops, final(PAID, projection={"42": 3}))
+        assert result.counts.projection_drift == 1
+        assert result.verdict == VALID
+
+
+class TestOrderAndFinalState:
+    def test_baseline_older_write_after_newer_is_reordered_and_wrong(self):
+        h = History().publish(CREATED_42, entry_id="1-0").publish(PAID_42, entry_id="2-0")
+        h.deliver(CREATED_42, "1-0", process="C1").deliver(PAID_42, "2-0", process="C2")
+        h.apply(PAID_42, process="C2").apply(CREATED_42, process="C1")
+        result = check_run(h.ops, final({"42": ("created", 1)}))
+        c = result.counts
+        assert (c.reordered, c.wrong_keys, c.wrong_final_state_runs) == (1, 1, 1)
+        assert result.verdict == INVALID
+        kinds = {a.kind: a for a in result.anomalies}
+        assert kinds["reordered"].versions == [2, 1]
+        assert "expected paid (v=2), final created (v=1)" in kinds["wrong-final-state"].detail
+
+    def test_missing_row_is_wrong(self):
+        h = both_handled()
+        assert check_run(h.ops, final()).counts.wrong_keys == 1
+
+    def test_expected_state_ignores_versions_never_published(self):
+        h = History().publish(CREATED_42, entry_id="1-0").publish(PAID_42, "fail").handle(CREATED_42, "1-0")
+        c = check_run(h.ops, final({"42": ("created", 1)})).counts
+        assert (c.wrong_keys, c.lost) == (0, 0)
+
+    def test_wrong_keys_count_keys_but_wrong_runs_at_most_one(self):
+        h = History()
+        for i, ev in enumerate([CREATED_42, PAID_42, CREATED_43, PAID_43]):
+            h.publish(ev, entry_id=f"{i}-0").handle(ev, f"{i}-0")
+        c = check_run(h.ops, final({"42": ("created", 1), "43": ("created", 1)})).counts
+        assert (c.wrong_keys, c.wrong_final_state_runs) == (2, 1)
+
+
+class TestUnexpectedAndCounters:
+    def test_handled_event_whose_publish_failed_is_unexpected(self):
+        h = History().publish(CREATED_42, "fail").handle(CREATED_42, "1-0")
+        result = check_run(h.ops, final({"42": ("created", 1)}))
+        assert result.counts.unexpected == 1
+        assert result.verdict == INVALID
+
+    def test_retries_and_failed_releases_are_counted(self):
+        h = History().op("C1", "info", "retry", value="serialization failure")
+        h.op("C1", "ok", "unlock", key="42", value=0).op("C2", "ok", "unlock", key="42", value=1)
+        h.op("C1", "fail", "unlock", key="42")
+        c = check_run(h.ops, final()).counts
+        assert (c.retries, c.releases_failed) == (1, 2)
+
+
+class TestVerdict:
+    def test_unknown_reason_makes_a_clean_run_unknown(self):
+        result = check_run(both_handled().ops, final(PAID), unknown_reasons=["C2 died: SIGSEGV"])
+        assert result.verdict == UNKNOWN
+        assert result.unknown_reasons == ["C2 died: SIGSEGV"]
+
+    def test_invalid_outranks_unknown(self):
+        h = History().publish(CREATED_42, entry_id="1-0")
+        assert check_run(h.ops, final(), unknown_reasons=["drain timed out"]).verdict == INVALID
+
+    def test_anomalies_are_bounded_but_counts_exact(self):
+        h = History()
+        for k in range(30):
+            h.publish(type(CREATED_42)(f"e{k}-1", str(k), 1, "created"), entry_id=f"{k}-0")
+        result = check_run(h.ops, final())
+        assert result.counts.lost == 30 and result.anomaly_counts["lost"] == 30
+        assert len([a for a in result.anomalies if a.kind == "lost"]) == 10
+
+
+class TestBadInput:
+    def test_op_without_f_names_the_fix(self):
+        from chaos.history import HistoryError
+        with pytest.raises(HistoryError, match="op without 'f'.*HistoryWriter.op"):
+            check_run([{"time": 1.0, "process": "C1", "type": "ok"}], final())
+
+    def test_versions_that_do_not_compare_name_the_event(self):
+        from chaos.history import HistoryError
+        h = History().apply(PAID_42)
+        h.op("C1", "ok", "apply", event_id="e42-9", key="42", version="1700-0", rows=1, effect="applied")
+        with pytest.raises(HistoryError, match="apply of e42-9 on key 42: version '1700-0'"):
+            check_run(h.ops, final())
+
+    def test_final_state_must_be_a_final_state(self):
+        with pytest.raises(TypeError, match="needs a chaos.checker.FinalState, got dict"):
+            check_run([], {"rows": {}})

@@ -1,0 +1,100 @@
+"""HistoryWriter and read_history: merge by time, torn lines, clear errors."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+
+import pytest
+
+import chaos
+from chaos.history import HistoryError, HistoryWriter, format_history, read_history
+
+
+def test_writer_ops_read_back_merged_by_time(tmp_path):
+    producer = HistoryWriter.for_run(tmp_path, "P-order")
+    consumer = HistoryWriter.for_run(tmp_path, "C1")
+    producer.op("invoke", "publish", event_id="e42-1", key="42", version=1)
+    consumer.op("ok", "deliver", event_id="e42-1", entry_id="1-0", via="read", delivery_count=1)
+    producer.op("ok", "publish", event_id="e42-1", entry_id="1-0", value=None)
+    producer.close()
+    consumer.close()
+    ops = read_history(tmp_path, run=3)
+    assert [(o["process"], o["type"], o["f"]) for o in ops] == [
+        ("P-order", "invoke", "publish"), ("C1", "ok", "deliver"), ("P-order", "ok", "publish")]
+    assert all(o["run"] == 3 for o in ops)
+    assert "value" not in ops[2]  # None fields are not written
+    assert ops == sorted(ops, key=lambda o: o["time"])
+
+
+def test_bad_op_type_is_refused_with_the_valid_ones(tmp_path):
+    writer = HistoryWriter.for_run(tmp_path, "C1")
+    with pytest.raises(HistoryError, match="'done' is not one of"):
+        writer.op("done", "apply")
+
+
+def test_torn_last_line_is_skipped(tmp_path):
+    writer = HistoryWriter.for_run(tmp_path, "C1")
+    writer.op("ok", "deliver", event_id="e1")
+    writer.close()
+    with open(tmp_path / "history" / "C1.jsonl", "a") as fh:
+        fh.write('{"time": 5.0, "process": "C1", "type": "ok", "f": "ap')
+    assert [o["f"] for o in read_history(tmp_path)] == ["deliver"]
+
+
+def test_restarted_process_appends_after_its_torn_line(tmp_path):
+    path = tmp_path / "history" / "C1.jsonl"
+    path.parent.mkdir()
+    path.write_text('{"time": 1.0, "process": "C1", "type": "ok", "f": "deliver"}\n{"time": 2.0, "proc')
+    HistoryWriter(path, "C1").op("ok", "apply", event_id="e1")
+    assert [o["f"] for o in read_history(tmp_path)] == ["deliver", "apply"]
+
+
+def test_sigkilled_writer_leaves_a_readable_history(tmp_path):
+    script = (
+        "import sys; from chaos.history import HistoryWriter\n"
+        "w = HistoryWriter.for_run(sys.argv[1], 'C1')\n"
+        "for i in range(10**9): w.op('ok', 'deliver', event_id=f'e{i}', value='x' * 200)\n"
+    )
+    repo = os.path.dirname(os.path.dirname(chaos.__file__))
+    proc = subprocess.Popen([sys.executable, "-c", script, str(tmp_path)], cwd=repo)
+    path = tmp_path / "history" / "C1.jsonl"
+    while not path.exists() or path.stat().st_size < 200_000:
+        assert proc.poll() is None, "writer exited early"
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    ops = read_history(tmp_path)
+    assert len(ops) > 500
+    assert [o["event_id"] for o in ops] == [f"e{i}" for i in range(len(ops))]
+
+
+def test_corrupt_middle_line_names_file_and_line(tmp_path):
+    path = tmp_path / "history" / "C1.jsonl"
+    path.parent.mkdir()
+    good = json.dumps({"time": 1.0, "process": "C1", "type": "ok", "f": "ack"})
+    path.write_text(f"{good}\n{good[:-5]}{good}\n{good}\n")
+    with pytest.raises(HistoryError, match=r"C1.jsonl:2: not a JSON op"):
+        read_history(tmp_path)
+
+
+def test_op_without_required_keys_is_an_error(tmp_path):
+    path = tmp_path / "history" / "C1.jsonl"
+    path.parent.mkdir()
+    path.write_text('{"time": 1.0, "process": "C1", "f": "ack"}\n')
+    with pytest.raises(HistoryError, match=r"C1.jsonl:1: op lacks \['type'\]"):
+        read_history(tmp_path)
+
+
+def test_missing_history_dir_says_where_it_looked(tmp_path):
+    with pytest.raises(HistoryError, match="no history directory at .*history"):
+        read_history(tmp_path / "nope")
+
+
+def test_format_history_gives_relative_milliseconds():
+    ops = [{"time": 10.0, "process": "C1", "type": "ok", "f": "deliver", "entry_id": "1-0"},
+           {"time": 10.25, "process": "C1", "type": "ok", "f": "apply", "rows": 1}]
+    lines = format_history(ops).splitlines()
+    assert lines[0].split()[:5] == ["0.000", "ms", "C1", "ok", "deliver"]
+    assert lines[1].startswith("   250.000 ms") and lines[1].endswith("rows=1")

@@ -1,0 +1,190 @@
+"""Timeline plot, matrix page, Allure attachments and categories."""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from allure_commons import hookimpl, plugin_manager
+
+from chaos.checker import check_run, summarize
+from chaos.expectations.table import RUNS, Expectation, UnknownVerdict, assert_cell, gt
+from chaos.history import HistoryWriter
+from chaos.report import attach_cell, render_matrix, write_matrix
+from chaos.report.attachments import allure_active, chosen_runs
+from chaos.report.matrix import cell_status
+from chaos.report.timeline import build_timeline, plot_timeline
+from checker_histories import CREATED_42, CREATED_43, PAID_42, History, final
+
+CATEGORIES = json.loads((Path(__file__).parents[2] / "reports" / "categories.json").read_text())
+
+
+def baseline_history() -> History:
+    h = History().publish(CREATED_42, entry_id="1-0").publish(PAID_42, entry_id="2-0")
+    h.deliver(CREATED_42, "1-0", process="C1").deliver(PAID_42, "2-0", process="C2")
+    h.fault("latency", "start").apply(PAID_42, process="C2").apply(CREATED_42, process="C1")
+    h.fault("latency", "stop").fault("pause", "start")
+    h.deliver(CREATED_42, "1-0", process="C2", via="claim", count=2)
+    return h.publish(CREATED_43, "dangling")
+
+
+class TestTimeline:
+    def test_lanes_spans_markers_and_fault_windows(self):
+        tl = build_timeline(baseline_history().ops)
+        assert tl.lanes == ["P-order", "C1", "C2", "nemesis"]
+        assert [name for name, _, _ in tl.faults] == ["latency", "pause"]
+        pause = tl.faults[1]
+        assert pause[2] == pytest.approx(tl.end_ms)  # never healed: shaded to the end
+        assert len(tl.bars["ok"]) == 2 and len(tl.bars["applied"]) == 2
+        (dangling,) = tl.bars["dangling"]
+        assert dangling[0] == 0  # the producer's lane
+        assert [t for _, t in tl.marks["redeliver"]] and len(tl.marks["deliver"]) == 2
+        assert [text for _, _, text in tl.labels] == ["v2", "v1"]
+
+    def test_png_for_small_and_large_histories(self):
+        assert plot_timeline(baseline_history().ops, "baseline").startswith(b"\x89PNG")
+        big = History()
+        for k in range(2000):
+            ev = type(CREATED_42)(f"e{k}-1", str(k), 1, "created")
+            big.publish(ev, entry_id=f"{k}-0").handle(ev, f"{k}-0", process=f"C{k % 4 + 1}")
+        tl = build_timeline(big.ops)
+        assert tl.labels == []  # too many applies to label
+        assert plot_timeline(big.ops).startswith(b"\x89PNG")
+
+    def test_empty_history_is_refused(self):
+        with pytest.raises(ValueError, match="empty history"):
+            build_timeline([])
+
+
+def cell_json(preset: str, fault: str, wrong: bool, expected: Expectation | None, **extra) -> dict:
+    h = History().publish(CREATED_42, entry_id="1-0").publish(PAID_42, entry_id="2-0")
+    for ev in ([PAID_42, CREATED_42] if wrong else [CREATED_42, PAID_42]):
+        h.handle(ev, "1-0" if ev is CREATED_42 else "2-0")
+    result = check_run(h.ops, final({"42": ("created", 1) if wrong else ("paid", 2)}), **extra)
+    return summarize([result]).to_json(preset=preset, fault=fault, expected=expected)
+
+
+class TestMatrix:
+    def cells(self):
+        return [
+            cell_json("baseline", "none", True, Expectation.of(wrong_final_state_runs=RUNS)),
+            cell_json("s1", "none", True, Expectation.of(wrong_final_state_runs=0)),
+            cell_json("s1", "kill-consumer", False, None),
+            cell_json("s5<script>", "none", False, Expectation.of(lost=0), unknown_reasons=["C1 died"]),
+        ]
+
+    def test_status_of_each_cell(self):
+        assert [cell_status(c) for c in self.cells()] == ["match", "mismatch", "none", "unknown"]
+
+    def test_page_has_a_row_per_preset_and_a_column_per_fault(self, tmp_path):
+        page = write_matrix(self.cells(), tmp_path / "m" / "matrix.html").read_text()
+        assert page.count("<tr>") == 4  # header + baseline, s1, s5
+        assert "<th>kill-consumer</th>" in page and '<td class="empty"></td>' in page
+        assert "wrong_final_state_runs: expected == 0, measured 1/1" in page
+        assert "s5&lt;script&gt;" in page and "<script>" not in page
+        assert "4 cells: 1 match, 1 mismatch, 1 unknown, 1 none" in page
+
+    def test_cell_without_preset_is_refused(self):
+        with pytest.raises(ValueError, match="without 'preset'"):
+            render_matrix([{"fault": "none"}])
+
+
+def category_of(message: str, status: str = "failed") -> str | None:
+    for category in CATEGORIES:  # Allure 2 uses Java's matches(): the whole message
+        if status in category["matchedStatuses"] and re.fullmatch(category["messageRegex"], message):
+            return category["name"]
+    return None
+
+
+class TestCategories:
+    def failure(self, expectation: Expectation, lose: bool = True, **kwargs) -> str:
+        h = History().publish(CREATED_42, entry_id="1-0").publish(PAID_42, entry_id="2-0")
+        if not lose:
+            h.handle(CREATED_42, "1-0")
+        h.handle(PAID_42, "2-0")
+        cell = summarize([check_run(h.ops, final({"42": ("paid", 2)}), **kwargs)])
+        with pytest.raises((AssertionError, UnknownVerdict)) as info:
+            assert_cell(cell, expectation, preset="s1", fault="none")
+        return str(info.value)
+
+    def test_lost_event(self):
+        assert category_of(self.failure(Expectation.of(lost=0))) == "Lost events"
+
+    def test_known_broken_strategy_that_held(self):
+        name = category_of(self.failure(Expectation.of(reordered=gt(0))))
+        assert name.startswith("Known-broken strategy did not break")
+
+    def test_unknown_verdict_is_broken(self):
+        message = self.failure(Expectation.of(lost=1), lose=False, unknown_reasons=["drain timed out"])
+        assert category_of(message, "broken").startswith("Unknown verdict")
+
+    def test_other_mismatch(self):
+        assert category_of(self.failure(Expectation.of(verdict="valid"))) == "Other expectation mismatch"
+
+    def test_every_category_has_the_allure_fields(self):
+        for category in CATEGORIES:
+            assert set(category) == {"name", "messageRegex", "matchedStatuses"}
+            re.compile(category["messageRegex"])
+
+
+class _Recorder:
+    def __init__(self):
+        self.attached: list[tuple[str, object]] = []
+
+    @hookimpl
+    def attach_data(self, body, name, attachment_type, extension):
+        self.attached.append((name, body))
+
+    @hookimpl
+    def attach_file(self, source, name, attachment_type, extension):
+        self.attached.append((name, source))
+
+
+class TestAttachments:
+    def run_cell(self, tmp_path):
+        dirs, results = [], []
+        for i, wrong in enumerate([False, True]):
+            run_dir = tmp_path / f"run-{i}"
+            order = [PAID_42, CREATED_42] if wrong else [CREATED_42, PAID_42]
+            with HistoryWriter.for_run(run_dir, "C1") as w:
+                for ev in order:
+                    w.op("ok", "publish", **ev.fields, entry_id="1-0")
+                    w.op("ok", "apply", **ev.fields, rows=1, effect="applied")
+            dirs.append(run_dir)
+            state = {"42": ("created", 1) if wrong else ("paid", 2)}
+            from chaos.history import read_history
+            results.append(check_run(read_history(run_dir), final(state), run=i))
+        return summarize(results), dirs
+
+    def test_no_op_without_allure(self, tmp_path):
+        cell, dirs = self.run_cell(tmp_path)
+        if allure_active():
+            pytest.skip("this session reports to Allure")
+        assert attach_cell(cell, dirs) == []
+
+    def test_attaches_summary_and_chosen_runs(self, tmp_path):
+        cell, dirs = self.run_cell(tmp_path)
+        recorder = _Recorder()
+        plugin_manager.register(recorder)
+        try:
+            names = attach_cell(cell, dirs + [tmp_path / "tidied"], context={"preset": "baseline"})
+        finally:
+            plugin_manager.unregister(recorder)
+        assert chosen_runs(cell) == [1, 0]
+        assert names[0] == "cell.json" and "run 1 (invalid) timeline.png" in names
+        bodies = dict(recorder.attached)
+        assert json.loads(bodies["cell.json"])["preset"] == "baseline"
+        assert bodies["run 1 (invalid) timeline.png"].startswith(b"\x89PNG")
+        assert "apply" in bodies["run 0 (valid) history.txt"]
+
+
+def test_matrix_page_from_the_matrix_document(tmp_path):
+    from chaos.report.matrix import write_matrix_page
+    doc = {"schema_version": 1, "runs": 1, "seed": 7, "time_scale": 0.5,
+           "cells": [cell_json("s1", "none", False, Expectation.of(wrong_final_state_runs=0))]}
+    page = write_matrix_page(doc, tmp_path / "matrix.html")
+    assert "Chaos matrix (runs 1, seed 7, time_scale 0.5)" in page.read_text()
+    assert json.loads(page.with_suffix(".json").read_text())["seed"] == 7
+    with pytest.raises(ValueError, match="use write_matrix"):
+        write_matrix_page([], tmp_path / "x.html")

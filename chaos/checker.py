@@ -47,6 +47,27 @@ class FinalState:
     outbox: list[dict] = field(default_factory=list)
     events: list[dict] = field(default_factory=list)
 
+    def to_json(self) -> dict:
+        """Plain JSON, so a run dir can keep its final state and be checked again later."""
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict) -> FinalState:
+        """The inverse of to_json; a wrong shape is an error naming the field."""
+        if not isinstance(data, dict):
+            raise ValueError(f"a final state is a JSON object, got {type(data).__name__}")
+        unknown = set(data) - {f.name for f in fields(cls)}
+        if unknown:
+            raise ValueError(f"final state has unknown fields {sorted(unknown)}; "
+                             f"fields are {[f.name for f in fields(cls)]}")
+        for f in fields(cls):
+            value = data.get(f.name)
+            wanted = dict if f.name in ("rows", "projection") else list
+            if value is not None and not isinstance(value, wanted):
+                raise ValueError(f"final state field {f.name!r} must be a {wanted.__name__}, "
+                                 f"got {type(value).__name__}")
+        return cls(**{k: v for k, v in data.items() if v is not None})
+
 
 @dataclass
 class Counts:
@@ -260,6 +281,7 @@ class _RunScan:
         self.applied_versions: dict[str, list] = defaultdict(list)
         self.max_version: dict[str, Any] = {}
         self.reorders: dict[str, int] = defaultdict(int)
+        self.reorder_examples: dict[str, list[str]] = defaultdict(list)  # the late writes' events
         self.fault_started = False
         self.retries = 0
         self.releases_failed = 0
@@ -347,6 +369,9 @@ class _RunScan:
                 self.max_version[key] = version
             elif version < top:
                 self.reorders[key] += 1
+                late = self.reorder_examples[key]
+                if len(late) < MAX_EXAMPLES:
+                    late.append(op["event_id"])
         except TypeError:
             raise HistoryError(f"apply of {op.get('event_id')} on key {key}: version {version!r} cannot be "
                                f"compared with {top!r}; `version` must be the business version (an int)") from None
@@ -404,6 +429,7 @@ def _check_run(history: list[dict], final: FinalState, run: int, reasons: list[s
     for key, n in scan.reorders.items():
         counts.reordered += n
         anomalies.add(REORDERED, key, count=n, versions=scan.applied_versions[key],
+                      examples=scan.reorder_examples[key],
                       detail="a version older than one already applied was written")
     final_state = {str(k): {"status": row.get("status"), "version": row.get("version")}
                    for k, row in final.rows.items()}

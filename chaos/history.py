@@ -2,9 +2,9 @@
 
 Each worker process owns one file, `<run_dir>/history/<process>.jsonl`, and flushes after
 every line, so a SIGKILL loses at most the line being written. The reader merges all
-files by the system-wide monotonic clock and skips a torn last line; anything else that
-does not parse is an error naming the file and line, because a silently skipped op
-would change the checker's counts.
+files by the system-wide monotonic clock and skips torn lines (the prefix of an op that a
+SIGKILL leaves); anything else that does not parse is an error naming the file and line,
+because a silently skipped op would change the checker's counts.
 """
 from __future__ import annotations
 
@@ -25,10 +25,6 @@ except ModuleNotFoundError:  # pragma: no cover - exercised only where orjson is
 HISTORY_DIR = "history"
 OP_TYPES = frozenset({"invoke", "ok", "fail", "info"})
 REQUIRED_KEYS = ("time", "process", "type", "f")
-KNOWN_FS = frozenset({
-    "publish", "deliver", "apply", "ack", "dlq", "claim", "lock", "unlock",
-    "fault", "failpoint", "retry", "log",
-})
 
 
 class HistoryError(ValueError):
@@ -78,6 +74,8 @@ class HistoryWriter:
             raise HistoryError(f"op type {type!r} is not one of {sorted(OP_TYPES)}")
         if not isinstance(f, str) or not f:
             raise HistoryError(f"op f must be a non-empty string such as 'publish', got {f!r}")
+        if "time" in fields or "process" in fields:
+            raise HistoryError("time and process are set by HistoryWriter.op; pass the other fields only")
         op = {"time": time.monotonic(), "process": self.process, "type": type, "f": f}
         op.update((k, v) for k, v in fields.items() if v is not None)
         line = json.dumps(op, default=str, separators=(",", ":")) + "\n"

@@ -13,8 +13,23 @@ from functools import lru_cache
 from typing import Any
 
 from chaos.expectations.table import (
-    NO_FAULT, RUNS, Expectation, ExpectationError, ExpectationTable, Mismatch, Row, UnknownVerdict,
-    assert_cell, between, eq, ge, gt, le, lt, row, satisfies,
+    NO_FAULT,
+    RUNS,
+    Expectation,
+    ExpectationError,
+    ExpectationTable,
+    Mismatch,
+    Row,
+    UnknownVerdict,
+    assert_cell,
+    between,
+    eq,
+    ge,
+    gt,
+    le,
+    lt,
+    row,
+    satisfies,
 )
 
 AREA_MODULES = ("ordering", "delivery", "producer", "redelivery", "failover", "outbox")

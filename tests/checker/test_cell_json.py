@@ -4,10 +4,10 @@ from __future__ import annotations
 import json
 
 import pytest
-
-from chaos.checker import INVALID, UNKNOWN, VALID, check_run, merge_verdicts, summarize
-from chaos.expectations.table import RUNS, Expectation
 from checker_histories import CREATED_42, PAID_42, History, final
+
+from chaos.checker import INVALID, UNKNOWN, VALID, FinalState, check_run, merge_verdicts, summarize
+from chaos.expectations.table import RUNS, Expectation
 
 DESIGN_KEYS = {
     "schema_version", "preset", "fault", "runs", "seed", "time_scale", "published", "lost",
@@ -81,3 +81,19 @@ def test_unknown_reasons_are_labelled_with_their_run():
     cell = summarize(runs)
     assert cell.verdict == UNKNOWN
     assert cell.unknown_reasons == ["run 1: C1 exited by SIGKILL"]
+
+
+def test_final_state_round_trips_through_json():
+    state = final({"42": ("paid", 2)}, pending=[{"entry_id": "1-0", "event_id": "e42-1"}])
+    again = FinalState.from_json(json.loads(json.dumps(state.to_json())))
+    assert again == state
+
+
+@pytest.mark.parametrize("data, message", [
+    ([], "is a JSON object"),
+    ({"rowz": {}}, r"unknown fields \['rowz'\]"),
+    ({"pending": {}}, "'pending' must be a list, got dict"),
+])
+def test_bad_final_state_json_names_the_field(data, message):
+    with pytest.raises(ValueError, match=message):
+        FinalState.from_json(data)

@@ -2,9 +2,10 @@
 from __future__ import annotations
 
 import pytest
+from checker_histories import CREATED_42, CREATED_43, PAID_42, PAID_43, History, final
 
 from chaos.checker import INVALID, UNKNOWN, VALID, check_run
-from checker_histories import CREATED_42, CREATED_43, PAID_42, PAID_43, History, final
+from chaos.history import HistoryError
 
 PAID = {"42": ("paid", 2)}
 
@@ -188,7 +189,7 @@ class TestOrderAndFinalState:
         assert (c.reordered, c.wrong_keys, c.wrong_final_state_runs) == (1, 1, 1)
         assert result.verdict == INVALID
         kinds = {a.kind: a for a in result.anomalies}
-        assert kinds["reordered"].versions == [2, 1]
+        assert (kinds["reordered"].versions, kinds["reordered"].examples) == ([2, 1], ["e42-1"])
         assert "expected paid (v=2), final created (v=1)" in kinds["wrong-final-state"].detail
 
     def test_missing_row_is_wrong(self):
@@ -244,12 +245,10 @@ class TestVerdict:
 
 class TestBadInput:
     def test_op_without_f_names_the_fix(self):
-        from chaos.history import HistoryError
         with pytest.raises(HistoryError, match="op without 'f'.*HistoryWriter.op"):
             check_run([{"time": 1.0, "process": "C1", "type": "ok"}], final())
 
     def test_versions_that_do_not_compare_name_the_event(self):
-        from chaos.history import HistoryError
         h = History().apply(PAID_42)
         h.op("C1", "ok", "apply", event_id="e42-9", key="42", version="1700-0", rows=1, effect="applied")
         with pytest.raises(HistoryError, match="apply of e42-9 on key 42: version '1700-0'"):

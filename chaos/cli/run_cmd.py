@@ -1,0 +1,239 @@
+"""`python -m chaos run` (one cell) and `python -m chaos matrix` (presets x faults).
+
+`run --json` prints exactly one JSON object on stdout (the keys of DESIGN.md "Command
+line"); progress, the trace and the reproduce hint go to stderr. Exit codes: 0 matches
+the expectation (or none is set), 1 mismatch, 2 unknown, 254 bad arguments, 255 internal.
+Every input is checked (preset, parts, faults, numbers) before a server starts.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from chaos.cli import EXIT_MISMATCH, EXIT_OK, EXIT_UNKNOWN, BadArguments
+
+RUNS_ROOT_ENV = "CHAOS_RUNS_DIR"
+
+
+def _parts(items: list[str]) -> dict[str, str]:
+    parts: dict[str, str] = {}
+    for item in items or []:
+        slot, eq, spec = item.partition("=")
+        if not eq or not spec:
+            raise BadArguments(f"--part {item!r}: write SLOT=SPEC, e.g. --part workload=many-orders:keys=40")
+        parts[slot.strip()] = spec.strip()
+    return parts
+
+
+def _positive(text: str, what: str, kind: type = float) -> Any:
+    try:
+        value = kind(text)
+    except ValueError:
+        raise BadArguments(f"{what} {text!r} is not a {kind.__name__}") from None
+    if value <= 0:
+        raise BadArguments(f"{what} must be > 0, got {text}")
+    return value
+
+
+def reproduce_command(preset: str, faults: list[str], parts: dict[str, str], runs: int, seed: int,
+                      time_scale: float, backend: str | None = None) -> str:
+    argv = ["python", "-m", "chaos", "run", "--preset", preset]
+    for fault in faults:
+        argv += ["--fault", fault]
+    for slot, spec in parts.items():
+        argv += ["--part", f"{slot}={spec}"]
+    argv += ["--runs", str(runs), "--seed", str(seed), "--time-scale", f"{time_scale:g}"]
+    if backend:
+        argv += ["--backend", backend]
+    return " ".join(shlex.quote(a) for a in argv)
+
+
+class Progress:
+    """One line on stderr per finished run (rewritten in place on a terminal)."""
+
+    def __init__(self, label: str) -> None:
+        self.label, self.started, self.wrong, self.tty = label, time.monotonic(), 0, sys.stderr.isatty()
+
+    def __call__(self, done: int, total: int, result: Any) -> None:
+        self.wrong += result.counts.wrong_final_state_runs
+        line = (f"[{self.label}] run {done}/{total}: {result.verdict}, wrong {self.wrong}/{done}, "
+                f"lost {result.counts.lost}, {time.monotonic() - self.started:.1f} s")
+        end = "\r" if self.tty and done < total else "\n"
+        print(line, end=end, file=sys.stderr, flush=True)
+
+
+def _check_inputs(preset: str, faults: list[str], parts: dict[str, str]) -> Any:
+    from chaos.strategies.presets import resolve
+    from faults.registry import get_fault
+    strategy = resolve(preset, parts=parts)
+    for spec in faults:
+        get_fault(spec)
+    return strategy
+
+
+def _expectation(strategy: Any, faults: list[str], parts: dict[str, str]) -> Any:
+    from chaos.expectations import expect
+    return expect(strategy.label(), [f for f in faults] or None, params=parts or None)
+
+
+def run_one_cell(cluster: Any, preset: str, faults: list[str], parts: dict[str, str], runs: int, seed: int,
+                 time_scale: float, trace: bool, backend: str | None, runs_root: Path) -> tuple[dict, int]:
+    """Run a cell and build its JSON object and exit code; keeps the run dirs of a failed cell."""
+    from chaos.run import run_cell
+    strategy = _check_inputs(preset, faults, parts)
+    expected = _expectation(strategy, faults, parts)
+    label = strategy.label()
+    root = runs_root / f"{label.replace(':', '_').replace(',', '_')}-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}"
+    cell = run_cell(cluster, strategy, faults, runs=runs, seed=seed, time_scale=time_scale, run_root=root,
+                    keep_runs="always", progress=Progress(label),
+                    trace=(lambda line: print(line, file=sys.stderr)) if trace else None,
+                    raise_fault_errors=False)
+    mismatches = expected.mismatches(cell) if expected is not None else []
+    matches = not mismatches
+    unknown = cell.verdict == "unknown"
+    reproduce = reproduce_command(label, faults, parts, runs, seed, time_scale, backend)
+    keep = unknown or not matches
+    if not keep:
+        shutil.rmtree(root, ignore_errors=True)
+    out = cell.to_json(preset=label, fault="+".join(faults) or "none", runs=runs, seed=seed,
+                       time_scale=time_scale, expected=expected, mismatches=mismatches,
+                       matches_expectation=matches, wall_s=round(cell.wall_s, 3),
+                       run_dir=str(root) if keep else None, reproduce=reproduce)
+    out["throughput"] = [m.throughput for m in cell.metrics]
+    if keep:
+        print(f"[{label}] {'unknown verdict' if unknown else 'MISMATCH'}: run dirs kept in {root}", file=sys.stderr)
+        for text in mismatches:
+            print(f"  {text}", file=sys.stderr)
+        for reason in cell.unknown_reasons[:5]:
+            print(f"  {reason}", file=sys.stderr)
+        print(f"  reproduce: {reproduce}", file=sys.stderr)
+        bad = [r for r in cell.runs if r.verdict != "valid"]
+        for result in bad[:3]:
+            print(f"  run {result.run} alone: "
+                  f"{reproduce_command(label, faults, parts, 1, result.seed, time_scale, backend)}", file=sys.stderr)
+    code = EXIT_UNKNOWN if unknown else (EXIT_OK if matches else EXIT_MISMATCH)
+    return out, code
+
+
+def _start_cluster(backend: str | None) -> Any:
+    from chaos.cluster import start_cluster
+    return start_cluster(backend, f"cli-{os.getpid()}")
+
+
+def _runs_root(args: argparse.Namespace) -> Path:
+    root = Path(args.run_dir or os.environ.get(RUNS_ROOT_ENV) or Path(tempfile.gettempdir()) / "chaos-runs")
+    root.mkdir(parents=True, exist_ok=True)
+    return root
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from chaos.blackbox import cli as blackbox_cli
+    if blackbox_cli.wants_blackbox(args):  # your own consumer, checked black-box (docs/blackbox.md)
+        return blackbox_cli.run_from_args(args)
+    if not args.preset:
+        raise BadArguments('give --preset NAME (see `python -m chaos list`) or --worker-cmd "..." --worker-config FILE')
+    parts = _parts(args.part)
+    _check_inputs(args.preset, args.fault or [], parts)
+    runs = _positive(str(args.runs), "--runs", int)
+    scale = _positive(str(args.time_scale), "--time-scale")
+    root = _runs_root(args)
+    with _start_cluster(args.backend) as cluster:
+        out, code = run_one_cell(cluster, args.preset, args.fault or [], parts, runs, args.seed, scale,
+                                 args.trace, args.backend, root)
+    if args.json:
+        print(json.dumps(out, default=str))
+    else:
+        print(_summary_line(out))
+    return code
+
+
+def _summary_line(out: dict) -> str:
+    keys = ("published", "lost", "duplicated", "reordered", "wrong_final_state_runs", "pending_left", "dlq")
+    figures = ", ".join(f"{k}={out[k]}" for k in keys)
+    verdict = out["verdict"]
+    match = "no expectation" if out["expected"] is None else (
+        "matches expectation" if out["matches_expectation"] else "MISMATCH")
+    return f"{out['preset']} x {out['fault']}: {out['runs']} runs, {verdict}, {figures} ({match}, {out['wall_s']} s)"
+
+
+def _csv(text: str | None) -> list[str]:
+    return [t.strip() for t in (text or "").split(",") if t.strip()]
+
+
+def cmd_matrix(args: argparse.Namespace) -> int:
+    from chaos.strategies.presets import preset_names
+    presets = _csv(args.presets) or preset_names()
+    faults = _csv(args.faults) or ["none"]
+    runs = _positive(str(args.runs), "--runs", int)
+    scale = _positive(str(args.time_scale), "--time-scale")
+    for preset in presets:
+        for fault in faults:
+            _check_inputs(preset, [] if fault == "none" else [fault], {})
+    root = _runs_root(args)
+    cells, worst = [], EXIT_OK
+    with _start_cluster(args.backend) as cluster:
+        for preset in presets:
+            for fault in faults:
+                out, code = run_one_cell(cluster, preset, [] if fault == "none" else [fault], {}, runs,
+                                         args.seed, scale, False, args.backend, root)
+                cells.append(out)
+                worst = max(worst, code)
+                print(_summary_line(out), file=sys.stderr)
+    matrix = {"schema_version": 1, "runs": runs, "seed": args.seed, "time_scale": scale, "cells": cells}
+    if args.out:
+        _write_page(matrix, Path(args.out))
+    if args.json:
+        print(json.dumps(matrix, default=str))
+    else:
+        for out in cells:
+            print(_summary_line(out))
+    return worst
+
+
+def _write_page(matrix: dict, path: Path) -> None:
+    """The matrix page from chaos.report when it offers one, else the JSON beside the path."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        from chaos.report.matrix import write_matrix_page  # owned by the report engineer
+    except ImportError:
+        path.with_suffix(".json").write_text(json.dumps(matrix, indent=2, default=str))
+        print(f"chaos.report.matrix is not available: wrote {path.with_suffix('.json')}", file=sys.stderr)
+        return
+    write_matrix_page(matrix, path)
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--runs", type=int, default=10, help="runs per cell (default 10)")
+    p.add_argument("--seed", type=int, default=0, help="run i uses seed + i (default 0)")
+    p.add_argument("--time-scale", type=float, default=1.0,
+                   help="multiply every duration (costs, TTLs, backoff, BLOCK, min-idle, faults); >= 0.1 advised")
+    p.add_argument("--json", action="store_true", help="one JSON object on stdout")
+    p.add_argument("--backend", default=None, help="cluster backend: native (default), compose, external")
+    p.add_argument("--run-dir", default=None, help=f"where run dirs go (default ${RUNS_ROOT_ENV} or /tmp/chaos-runs)")
+
+
+def add_parser(subparsers: Any) -> None:
+    run = subparsers.add_parser("run", help="run one preset x faults cell")
+    run.add_argument("--preset", default=None, help="preset[:k=v,...], see `list` (or --worker-cmd)")
+    run.add_argument("--fault", action="append", default=[], help="fault[:k=v,...]; may be repeated")
+    run.add_argument("--part", action="append", default=[], help="replace a whole part: SLOT=SPEC "
+                     "(e.g. workload=many-orders:keys=40,events=5)")
+    run.add_argument("--trace", action="store_true", help="a lab-notebook trace per run on stderr")
+    _common(run)
+    from chaos.blackbox import cli as blackbox_cli
+    blackbox_cli.add_arguments(run)
+    run.set_defaults(func=cmd_run)
+    matrix = subparsers.add_parser("matrix", help="run presets x faults and write the matrix page")
+    matrix.add_argument("--presets", default="", help="comma-separated presets (default: all)")
+    matrix.add_argument("--faults", default="", help="comma-separated faults (default: none)")
+    matrix.add_argument("--out", default="", help="matrix page path, e.g. reports/matrix.html")
+    _common(matrix)
+    matrix.set_defaults(func=cmd_matrix)

@@ -1,0 +1,53 @@
+"""A local PostgreSQL server started from a copied template data dir (see pg_template)."""
+from __future__ import annotations
+
+import shutil
+import signal
+from pathlib import Path
+from typing import Callable
+
+import psycopg
+
+from chaos.cluster.local_server import LocalServer
+from chaos.cluster.pg_template import _pg_env, run_as_user
+from chaos.cluster.ports import free_port
+from chaos.cluster.rundirs import ClusterDir
+
+SETTINGS = {                      # durability off: the tests never need crash-safe PostgreSQL
+    "fsync": "off", "synchronous_commit": "off", "full_page_writes": "off",
+    "max_connections": "200", "shared_buffers": "32MB",
+}
+
+
+def admin_connect(host: str, port: int, dbname: str = "postgres", timeout: float = 2.0) -> psycopg.Connection:
+    return psycopg.connect(host=host, port=port, dbname=dbname, user="postgres", autocommit=True,
+                           connect_timeout=max(1, int(timeout)))
+
+
+class PostgresProcess(LocalServer):
+    kind = "postgres"
+    stop_signal = signal.SIGQUIT       # immediate shutdown (4 ms); the data dir is thrown away
+
+    def __init__(self, name: str, workdir: Path, bin_dir: Path, cdir: ClusterDir | None = None,
+                 port: int | None = None, port_picker: Callable[[], int] = free_port):
+        super().__init__(name, workdir, cdir, port, port_picker)
+        self.bin_dir = bin_dir
+        self.data_dir = workdir / "data"
+        self.user = run_as_user()
+        if self.user:   # the server writes its socket and lock file here
+            shutil.chown(workdir, self.user, self.user)
+
+    def argv(self) -> list[str]:
+        args = [str(self.bin_dir / "postgres"), "-D", str(self.data_dir), "-p", str(self.port),
+                "-c", f"listen_addresses={self.host}", "-c", f"unix_socket_directories={self.workdir}"]
+        for key, value in SETTINGS.items():
+            args += ["-c", f"{key}={value}"]
+        return args
+
+    def env(self) -> dict[str, str]:
+        return _pg_env()
+
+    def ready(self) -> bool:
+        with admin_connect(self.host, self.port, timeout=1) as conn:
+            conn.execute("SELECT 1")
+            return True

@@ -1,0 +1,53 @@
+"""Expected figures for delivery under a consumer crash (kill-consumer) and poison jobs.
+
+Invariants, not the reference's machine-dependent 352: ack on receive loses exactly what
+was delivered and not done (nothing is left to recover); ack after loses nothing and
+leaves exactly that recoverable (pending, or recovered by XAUTOCLAIM in the drain).
+"""
+from __future__ import annotations
+
+from chaos.expectations.table import RUNS, eq, ge, satisfies
+from faults.cells import Cell, rows
+
+KILL = "kill-consumer"  # SIGKILL at 1.2 s into the first 500-entry batch (5 ms per job)
+
+
+
+def handed_out_not_done(c) -> int:
+    """Entries Redis handed to the consumer (the group cursor passed them) and not handled."""
+    return c.counts.published - c.counts.undelivered - c.counts.handled
+
+
+LOSES_IN_FLIGHT = satisfies(lambda c: c.counts.lost == handed_out_not_done(c) > 0,
+                            "lost == published - undelivered - handled > 0 (all delivered and not done is gone)")
+KEEPS_IN_FLIGHT = satisfies(lambda c: c.counts.pending_left == handed_out_not_done(c) >= c.run_count,
+                            "pending_left == published - undelivered - handled >= runs (all delivered "
+                            "and not done stays recoverable in the PEL)")
+
+CELLS: list[Cell] = [
+    Cell("ack-on-receive", (KILL,), 2,
+         dict(lost=ge(RUNS), in_flight=LOSES_IN_FLIGHT, pending_left=eq(0), recovered=eq(0)),
+         note="ack on receive: the in-flight batch is gone with the consumer (0 recoverable)"),
+    Cell("ack-after", (KILL,), 2,
+         dict(lost=eq(0), recovered=eq(0), in_flight=KEEPS_IN_FLIGHT),
+         note="ack after processing: the in-flight batch stays in the PEL"),
+    Cell("poison-no-dlq", ("poison:key=j7",), 1,
+         dict(pending_left=eq(11 * RUNS), dlq=eq(0), lost=eq(0)),
+         note="one more poison job (key j7) beside the workload's 10: 11 stay pending"),
+    Cell("poison-dlq", ("poison:key=j7",), 1,
+         dict(dlq=eq(11 * RUNS), pending_left=eq(0), lost=eq(0)),
+         note="one more poison job (key j7): 11 go to the DLQ after 3 attempts, none pending"),
+    Cell("ack-on-receive", ("kill-consumer:at=mid_batch,after=250",), 2,
+         dict(lost=ge(RUNS), in_flight=LOSES_IN_FLIGHT, pending_left=eq(0), recovered=eq(0)),
+         note="killed by its own failpoint after 250 entries of a batch: the rest of the batch is gone"),
+    Cell("ack-after:respawn=1", ("kill-consumer:at=after_apply_before_ack,after=100",), 2,
+         dict(lost=eq(0), pending_left=eq(0), duplicated=eq(RUNS), recovered=ge(RUNS)),
+         note="killed after its 101st DB write, before the XACK: that entry is redelivered and its "
+              "plain effect applied twice (exactly one per run); the rest of the PEL is recovered"),
+    Cell("ack-after:respawn=1", (KILL,), 2,
+         dict(lost=eq(0), pending_left=eq(0), recovered=ge(RUNS)),
+         note="ack after, the consumer restarted under its name: its PEL is recovered"),
+]
+KILL_CELLS = [c for c in CELLS if c.faults[0].startswith(KILL)]
+POISON_CELLS = [c for c in CELLS if c.faults[0].startswith("poison")]
+ROWS = rows(CELLS)

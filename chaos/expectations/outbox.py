@@ -1,0 +1,76 @@
+"""Expected figures for the transactional outbox, its dispatchers and the consumer inbox.
+
+Workload of the p1 presets: two orders (keys 1 and 2 play the reference's #42 and #43),
+`created` then `paid` each, written by the service in one transaction with their outbox
+rows; one S1 consumer with a plain UPDATE, so the stream order *is* the final state.
+
+* naive dispatcher, e1-1's publish fails twice: it skips the row, e1-2 overtakes it, and
+  the late `created` is applied last: key 1 ends `created` (wrong) every run, key 2 `paid`.
+* per-key dispatcher, same failure: key 1 waits (about 2 poll rounds), both end `paid`.
+* a dispatcher SIGKILLed between XADD and the mark: the row goes out again, so every run
+  has exactly one duplicate entry. With a plain UPDATE the effect is applied twice
+  (duplicated, projection drift); with the inbox it is applied once. Per-key order holds
+  (the duplicate comes before the key's next row).
+* 3 parallel dispatchers (4 orders x 5 events), the one holding e1-1 stalls 1 s before
+  its XADD: naive row claims let the other two send e1-2..e1-5 meanwhile, so key 1 ends
+  `created` every run; one naive dispatcher with the same stall only waits (the break is
+  the parallelism); per-key dispatchers skip the locked key. Killing one per-key
+  dispatcher between XADD and mark leaves one duplicate entry, in order.
+* the reply of a dispatcher's XADD lost on its link (publish-blip, downstream): Redis has
+  the entry, the dispatcher does not know (`publish info`) and relays the row again; the
+  inbox keeps the effect single, a plain UPDATE applies it twice.
+* a service transaction that rolls back (e2-2): neither row exists, nothing is published,
+  key 2 ends `created`, which is right (its highest *published* version).
+"""
+from __future__ import annotations
+
+from chaos.expectations.table import RUNS, eq, ge
+from faults.cells import Cell, rows
+
+KILL_AT_MARK = "kill-dispatcher"                      # at=after_xadd_before_mark, first row
+# The reply of dispatcher-1's first XADD is dropped on its own link (Redis has the entry,
+# the dispatcher records `publish info` and does not mark the row): a real network cause
+# of "the relay sends twice".
+REPLY_LOST = "publish-blip:target=dispatcher-1,stream=downstream,at=before_publish,duration_ms=300"
+RUN_COUNT = 3
+
+HOLDS = dict(wrong_final_state_runs=eq(0), reordered=eq(0), lost=eq(0))
+
+CELLS: list[Cell] = [
+    Cell("p1-naive", (), RUN_COUNT,
+         dict(wrong_final_state_runs=eq(RUNS), wrong_keys=eq(RUNS), reordered=eq(RUNS), lost=eq(0),
+              published=eq(4 * RUNS), duplicate_entries=eq(0)),
+         note="naive: the failed created is skipped, paid overtakes it, key 1 ends created"),
+    Cell("p1-per-key", (), RUN_COUNT,
+         dict(**HOLDS, published=eq(4 * RUNS), duplicate_entries=eq(0)),
+         note="per-key: the failed created blocks only key 1; both end paid"),
+    Cell("p1-per-key:rollback=e2-2", (), RUN_COUNT,
+         dict(**HOLDS, published=eq(3 * RUNS)),
+         note="the service rolls back e2-2 after writing both rows: it never existed"),
+    Cell("p1-per-key", (KILL_AT_MARK,), RUN_COUNT,
+         dict(**HOLDS, duplicate_entries=eq(RUNS), duplicated=eq(RUNS), projection_drift=eq(RUNS)),
+         note="crash between XADD and mark: the row is sent twice; plain applies it twice"),
+    Cell("p1-inbox", (KILL_AT_MARK,), RUN_COUNT,
+         dict(**HOLDS, duplicate_entries=eq(RUNS), redelivered=ge(RUNS), duplicated=eq(0),
+              projection_drift=eq(0)),
+         note="same crash, inbox by event_id: 2 entries, 1 inbox row, projection +1"),
+    Cell("p1-inbox", (REPLY_LOST,), RUN_COUNT,
+         dict(**HOLDS, duplicate_entries=eq(RUNS), duplicated=eq(0), projection_drift=eq(0)),
+         note="XADD applied, reply lost: the row is relayed again; the inbox drops the copy"),
+    Cell("p1-per-key:fail_event=", (REPLY_LOST,), RUN_COUNT,
+         dict(**HOLDS, duplicate_entries=eq(RUNS), duplicated=eq(RUNS), projection_drift=eq(RUNS)),
+         note="same lost reply with a plain UPDATE: the copy is applied twice"),
+    Cell("p1-naive-n", (), RUN_COUNT,
+         dict(wrong_final_state_runs=eq(RUNS), reordered=ge(RUNS), lost=eq(0), duplicate_entries=eq(0)),
+         note="3 naive dispatchers, e1-1's holder stalls 1 s: the others send e1-2..e1-5 first"),
+    Cell("p1-naive-n:dispatchers=1", (), RUN_COUNT,
+         dict(**HOLDS, duplicate_entries=eq(0)),
+         note="the same stall with one naive dispatcher only delays everything: the break is the parallelism"),
+    Cell("p1-per-key-n", (), RUN_COUNT,
+         dict(**HOLDS, duplicate_entries=eq(0)),
+         note="3 per-key dispatchers, same stall: the stalled one holds key 1's lock, the others skip the key"),
+    Cell("p1-per-key-n", (KILL_AT_MARK,), RUN_COUNT,
+         dict(**HOLDS, duplicate_entries=eq(RUNS), duplicated=eq(RUNS)),
+         note="3 per-key dispatchers, one killed between XADD and mark: its key's re-send comes first"),
+]
+ROWS = rows(CELLS)

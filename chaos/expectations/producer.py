@@ -1,0 +1,31 @@
+"""Expected figures for a network blip on the order service's link while it publishes.
+
+The reference: `created` (P-order) fails at 0 and 500 ms and succeeds at 1000 ms, while
+`paid` (P-payment, its own link) succeeds at 300 ms, so the log holds paid before
+created. A plain UPDATE and a CAS on the stream entry id end `created` (wrong); a CAS on
+the business version (assigned when the event was created) ends `paid`. When the blip
+drops only the reply, Redis has the XADD, the producer saw an error (info) and retried:
+the event is in the stream twice and is delivered twice.
+"""
+from __future__ import annotations
+
+from chaos.expectations.table import RUNS, eq, ge
+from faults.cells import Cell, rows
+
+BLIP = "publish-blip"                     # reset_peer on P-order's link, 0-800 ms
+REPLY_BLIP = "publish-blip:stream=downstream,at=before_publish,duration_ms=300"
+S1_TWO_SERVICES = "s1:paid_at_ms=300,payment_service=1"
+RUN_COUNT = 5
+
+CELLS: list[Cell] = [
+    Cell(S1_TWO_SERVICES, (BLIP,), RUN_COUNT, dict(wrong_final_state_runs=eq(RUNS), published=eq(2 * RUNS)),
+         note="S1 plain: the retried created lands after paid"),
+    Cell("p2-business", (BLIP,), RUN_COUNT, dict(wrong_final_state_runs=eq(0), published=eq(2 * RUNS)),
+         note="CAS on the business version: the late created is stale"),
+    Cell("p2-entry-id", (BLIP,), RUN_COUNT, dict(wrong_final_state_runs=eq(RUNS), published=eq(2 * RUNS)),
+         note="CAS on the stream entry id: the late created has the larger id and wins"),
+    Cell(S1_TWO_SERVICES, (REPLY_BLIP,), 3,
+         dict(duplicate_entries=ge(RUNS), redelivered=ge(RUNS), published=eq(2 * RUNS), lost=eq(0)),
+         note="reply lost: publish info, the retry adds a second entry of the same event"),
+]
+ROWS = rows(CELLS)

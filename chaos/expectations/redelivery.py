@@ -1,0 +1,61 @@
+"""Expected figures when a stalled consumer's entries are claimed by another (xautoclaim).
+
+The consumer that reads `created` stops before writing for 1.5 s; the other applies
+`paid`, claims `created` after the 500 ms min-idle time and applies it; then the stalled
+one resumes and writes `created` late. With a plain UPDATE both writes of v=1 land after
+v=2 (reordered 2 per run, final `created`); with CAS both match 0 rows.
+"""
+from __future__ import annotations
+
+from chaos.expectations.table import RUNS, eq, ge
+from faults.cells import Cell, rows
+
+CLAIM = "xautoclaim:etype=created,stall_ms=1500"
+CLAIMING = "claim=always,claim_idle_ms=500"
+RUN_COUNT = 3
+
+CELLS: list[Cell] = [
+    Cell(f"baseline:{CLAIMING}", (CLAIM,), RUN_COUNT,
+         dict(wrong_final_state_runs=eq(RUNS), reordered=eq(2 * RUNS), redelivered=ge(RUNS)),
+         note="plain: the claimer's write and the stalled consumer's late write are both stale overwrites"),
+    Cell(f"s5:{CLAIMING}", (CLAIM,), RUN_COUNT,
+         dict(wrong_final_state_runs=eq(0), reordered=eq(0), redelivered=ge(RUNS), duplicated=eq(0)),
+         note="CAS: both late writes of v=1 match 0 rows"),
+]
+RESET = "pg-reset"                                   # COMMIT dropped: rolls back
+REPLY_RESET = "pg-reset:stream=downstream"           # COMMIT applied, reply lost
+ROLLED_BACK = dict(lost=eq(0), duplicated=eq(0), projection_drift=eq(0), redelivered=ge(RUNS))
+PG_CELLS: list[Cell] = [
+    Cell("s1", (RESET,), RUN_COUNT, ROLLED_BACK,
+         note="the transaction rolled back: the entry is delivered again and applied once"),
+    Cell("inbox", (RESET,), RUN_COUNT, ROLLED_BACK,
+         note="rolled back with the inbox row: the redelivered copy is applied once, nothing twice"),
+    Cell("s1", (REPLY_RESET,), RUN_COUNT, dict(lost=eq(0), projection_drift=ge(RUNS), redelivered=ge(RUNS)),
+         note="committed, reply lost: the plain UPDATE's effect lands again on redelivery; the "
+              "history cannot see the first one, the projection can (drift)"),
+]
+NEMESIS = "nemesis:duration_ms=2500,interval_ms=300,window_ms=250"
+NEMESIS_WORKLOAD = "many-orders:keys=20,events=4,gap_ms=25,cost_ms=10"
+NEMESIS_CELLS: list[Cell] = [
+    Cell("s5", (NEMESIS,), RUN_COUNT,
+         dict(lost=eq(0), wrong_final_state_runs=eq(0), reordered=eq(0), duplicated=eq(0)),
+         parts={"workload": NEMESIS_WORKLOAD},
+         note="a seeded random schedule of latency, partitions and pauses on the consumers: "
+              "CAS + redelivery keeps every key right"),
+]
+SERVER_CELLS: list[Cell] = [
+    Cell("s5", ("redis-restart:at_ms=500",), 2,
+         dict(lost=eq(0), wrong_final_state_runs=eq(0), reordered=eq(0)),
+         parts={"workload": "many-orders:keys=20,events=4,gap_ms=10,cost_ms=10"},
+         note="SIGKILL and restart from the AOF (everysec): the AOF is written before each reply, "
+              "so a process crash loses no acknowledged write and the group cursor does not move back "
+              "(only an OS crash loses the last second)"),
+    Cell("ack-after", ("maxlen-trim:at_ms=1500,maxlen=100",), 1, dict(lost=ge(RUNS), pending_left=eq(0)),
+         note="XTRIM MAXLEN 100 while most of the 2000 jobs are undelivered or pending: their events "
+              "are gone from the stream and the checker counts them lost"),
+    Cell("ack-after:respawn=1", ("sigterm:at_ms=1200,grace_ms=1000",), 1,
+         dict(lost=eq(0), pending_left=eq(0), duplicated=eq(0)),
+         note="rolling deploy: SIGTERM mid-batch, the consumer stops between entries, restarts "
+              "under its name and finishes its PEL"),
+]
+ROWS = rows(CELLS + PG_CELLS + NEMESIS_CELLS + SERVER_CELLS)

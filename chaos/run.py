@@ -1,0 +1,618 @@
+"""The orchestrator: run one preset x faults cell N times, each run checked on its own.
+
+One run: reset the state (truncate + flush, fast), create the groups and the rows,
+start the consumers as real OS processes (fork server) on their own proxies and wait
+until each blocks in XREADGROUP, arm the faults, start the producers, watch every
+process, wait for the workload to go quiet, heal the faults, drain with XAUTOCLAIM
+recovery (bounded and scaled), stop the workers, read the FinalState and call the
+checker. A worker that dies without a fault or failpoint having killed it makes the
+run's verdict `unknown`, with its exit signal and log tail in the reasons.
+"""
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+import signal
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import redis
+
+from chaos.checker import CellResult, RunResult, check_run, summarize
+from chaos.cli import BadArguments
+from chaos.history import HistoryWriter, read_history
+from chaos.strategies.delivery.base import GROUP
+from chaos.strategies.plan import CONSUMER, PRODUCER, ProcessPlan
+from chaos.strategies.presets import Strategy, resolve
+from chaos.workload import failpoints as fp
+from chaos.workload import schema
+from chaos.workload.env import ready_marker
+from chaos.workload.events import Event
+from chaos.workload.final_state import fully_acked, read_final_state
+from chaos.workload.forkserver import Child, fork_server
+from chaos.workload.procutil import describe_exit, tail
+from chaos.workload.progress import ProgressWatch
+
+TERMINATING = {signal.SIGKILL, signal.SIGTERM, signal.SIGINT, signal.SIGQUIT}
+CONSUMER_FAILPOINTS = {"after_read", "mid_batch", "before_apply", "before_lock", "before_commit",
+                       "after_apply_before_ack"}
+PRODUCER_FAILPOINTS = {"before_publish"}
+ROLE_FAILPOINTS = {"dispatcher": {"before_publish", "after_xadd_before_mark", "after_publish_fail"},
+                   "outbox-producer": {"before_publish"}}
+POLL_S = 0.005
+READY_TIMEOUT_S = 15.0
+STOP_GRACE_S = 2.0
+
+
+@dataclass
+class WorkerHandle:
+    """A running worker process (docs/INTERFACES.md section 7): name, pid, links, kill, alive."""
+
+    name: str
+    plan: ProcessPlan
+    links: Any
+    child: Child
+    log: Path
+    expected_exit: bool = False
+    stopping: bool = False
+    accounted: bool = False
+    drain_signalled: bool = False
+
+    @property
+    def pid(self) -> int:
+        return self.child.pid
+
+    @property
+    def role(self) -> str:
+        return self.plan.role
+
+    def kill(self, sig: int = signal.SIGKILL) -> None:
+        """Send `sig`; a terminating signal makes the coming exit expected (a fault's doing)."""
+        if sig in TERMINATING:
+            self.expected_exit = True
+        self.child.kill(sig)
+
+    def alive(self) -> bool:
+        return self.child.alive()
+
+
+class RunContext:
+    """The FaultContext of one run (docs/INTERFACES.md section 7)."""
+
+    def __init__(self, run: _Run) -> None:
+        self._run = run
+        self.cluster = run.cell.cluster
+        self.rng = random.Random(f"fault:{run.seed}")
+        self.stop_event = run.stop_event
+        self.time_scale = run.cell.time_scale
+        self.run_dir = run.dir
+
+    def scale(self, ms: float) -> float:
+        return ms * self.time_scale / 1000.0
+
+    def sleep(self, ms: float) -> bool:
+        time.sleep(self.scale(ms))
+        return not self.stop_event.is_set()
+
+    def workers(self, role: str) -> list[WorkerHandle]:
+        """Live and dead incarnations' latest handles by role, kind or process name."""
+        handles = list(self._run.current.values())
+        return [h for h in handles if role in (h.plan.role, h.plan.kind, h.name, h.plan.name)]
+
+    def wait_failpoint(self, name: str, timeout_ms: float) -> tuple[WorkerHandle, dict]:
+        from faults.base import FaultError
+        deadline = time.monotonic() + self.scale(timeout_ms) + 1.0
+        directory = fp.failpoint_dir(self.run_dir)
+        while time.monotonic() < deadline:
+            for marker in sorted(directory.glob(f"*.{name}")) if directory.is_dir() else []:
+                process = marker.name[: -len(name) - 1]
+                info = json.loads(marker.read_text() or "{}")
+                marker.unlink()
+                handle = self._run.current.get(process)
+                if handle is not None:
+                    return handle, info
+            time.sleep(POLL_S)
+        raise FaultError(f"no worker reached failpoint {name!r} within {timeout_ms} ms "
+                         f"(is it armed with action=signal for the right role?)")
+
+    def resume(self, worker: WorkerHandle) -> None:
+        worker.child.kill(signal.SIGCONT)
+
+    def record(self, phase: str, **value: Any) -> None:
+        self._run.nemesis.op("info", "fault", value={"phase": phase, **value})
+
+
+@dataclass
+class RunMetrics:
+    """Timing of one run beside the checker's counts (throughput for the S2/S3 cells)."""
+
+    run: int
+    seed: int
+    wall_s: float
+    handled: int
+    work_s: float | None          # first publish -> last effect
+    throughput: float | None      # handled events per second of work_s
+    run_dir: str
+
+
+def _work_metrics(history: list[dict]) -> tuple[int, float | None]:
+    first = next((op["time"] for op in history if op["f"] == "publish"), None)
+    handled: set[str] = set()
+    last = None
+    for op in history:
+        if op["f"] == "apply" and op["type"] == "ok" and op.get("effect") in ("applied", "stale"):
+            handled.add(op.get("event_id"))
+            last = op["time"]
+    return len(handled), (last - first) if first is not None and last is not None else None
+
+
+class _Cell:
+    """What stays the same across the runs of one cell."""
+
+    def __init__(self, cluster: Any, strategy: Strategy, fault_specs: list[Any], time_scale: float,
+                 failpoints: dict[str, dict], root: Path, trace: Callable[[str], None] | None) -> None:
+        self.cluster, self.strategy, self.fault_specs = cluster, strategy, fault_specs
+        self.time_scale, self.extra_failpoints, self.root, self.trace = time_scale, failpoints, root, trace
+        self.streams = strategy.delivery.streams()
+        self.job = {"guard": strategy.guard.to_spec(), "ack": strategy.ack.to_spec()}
+        self.consumer_plans = strategy.delivery.plans(self.job)
+        for plan in self.consumer_plans:
+            plan.respawn = plan.respawn or strategy.delivery.respawn
+            plan.respawn_ms = strategy.delivery.respawn_ms
+        self._conn = None
+        self._redis, self._redis_for = None, ""
+
+    def conn(self):
+        if self._conn is None or self._conn.closed:
+            self._conn = self.cluster.pg_connect()
+        return self._conn
+
+    def redis(self):
+        """A direct client to the *current* primary (it changes with a failover)."""
+        primary = str(self.cluster.primary)
+        if self._redis is None or self._redis_for != primary:
+            self._redis, self._redis_for = self.cluster.direct_redis(), primary
+        return self._redis
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+
+    def plan_roles(self, producer_plans: list[ProcessPlan]) -> dict[str, list[str]]:
+        roles: dict[str, list[str]] = {}
+        for plan in self.consumer_plans + producer_plans:
+            for role in {plan.kind, plan.role}:
+                roles.setdefault(role, []).append(plan.name)
+            if plan.helpers:
+                roles.setdefault("worker", []).extend(plan.helpers)
+        return roles
+
+    def new_faults(self) -> list[Any]:
+        from faults.registry import get_fault
+        return [get_fault(s) if isinstance(s, str) else type(s)(**s.given) for s in self.fault_specs]
+
+
+def _merge_failpoints(sources: list[dict[str, dict]], keys: set[str]) -> dict[str, dict]:
+    merged: dict[str, dict] = {}
+    for source in sources:
+        for target, points in source.items():
+            if target in keys:
+                merged.update(points)
+    return merged
+
+
+class _Run:
+    """One run of a cell (see the module doc for the phases)."""
+
+    def __init__(self, cell: _Cell, index: int, seed: int) -> None:
+        self.cell, self.index, self.seed = cell, index, seed
+        self.dir = cell.root / f"run-{index:03d}"
+        self.stop_event = threading.Event()
+        self.current: dict[str, WorkerHandle] = {}
+        self.handles: list[WorkerHandle] = []
+        self.reasons: list[str] = []
+        self.fault_errors: list[str] = []
+        self.respawns: list[tuple[float, WorkerHandle]] = []
+        self.incarnation: dict[str, int] = {}
+
+    # -- state -------------------------------------------------------------------------
+    def reset_state(self, events: list[Event]) -> None:
+        cluster = self.cell.cluster
+        if getattr(cluster, "failed_over", False):
+            cluster.reset()  # a failover changed the topology: the slow, full reset
+            self.cell._conn = self.cell._redis = None
+        r = self.cell.redis()
+        r.flushall()
+        conn = self.cell.conn()
+        schema.ensure_schema(conn)
+        guard = self.cell.strategy.guard
+        if guard.schema:
+            conn.execute(guard.schema)
+        schema.truncate_all(conn)
+        if guard.seeds_rows:
+            schema.seed_rows(conn, {e.key for e in events})
+        for stream in self.cell.streams:
+            r.xgroup_create(stream, GROUP, id="0", mkstream=True)
+
+    # -- processes ---------------------------------------------------------------------
+    def spawn(self, plan: ProcessPlan, *, t0: float, name: str | None = None, failpoints: bool = True,
+              gate: bool = False) -> WorkerHandle:
+        cell = self.cell
+        name = name or plan.name
+        links = cell.cluster.worker_links(plan.name)
+        keys = {plan.kind, plan.role, plan.name}
+        sources = self.fault_failpoints + [cell.extra_failpoints]
+        spec = {**plan.spec, "role": plan.role, "name": name, "run_dir": str(self.dir),
+                "redis_url": links.redis_url, "pg_dsn": links.pg_dsn, "time_scale": cell.time_scale,
+                "seed": self.seed, "t0": t0, "gate": gate,
+                "failpoints": _merge_failpoints(sources, keys) if failpoints else {}}
+        if plan.helpers:
+            spec["worker_links"] = {}
+            for helper in plan.helpers:
+                hl = cell.cluster.worker_links(helper)
+                spec["worker_links"][helper] = {
+                    "redis_url": hl.redis_url, "pg_dsn": hl.pg_dsn,
+                    "failpoints": _merge_failpoints(sources, {"worker", "consumer", helper}) if failpoints else {}}
+        log = self.dir / "logs" / f"{name}.log"
+        child = fork_server().spawn(spec, log)
+        handle = WorkerHandle(name, plan, links, child, log)
+        self.handles.append(handle)
+        self.current[plan.name] = handle
+        self.orchestrator.op("info", "log", value={"spawned": name, "pid": child.pid, "role": plan.role})
+        return handle
+
+    def blocked_readers(self) -> int:
+        clients = self.cell.redis().client_list()
+        return sum(1 for c in clients if c.get("cmd") == "xreadgroup" and "b" in c.get("flags", ""))
+
+    def wait_ready(self, handle: WorkerHandle, blocked: int) -> None:
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        while self.blocked_readers() < blocked:
+            if not handle.alive() or time.monotonic() > deadline:
+                raise _RunAborted(f"{handle.name} never started reading ({describe_exit(handle.child.exitcode)}); "
+                                  f"log tail:\n{tail(handle.log)}")
+            time.sleep(POLL_S)
+
+    def wait_gated(self, handles: list[WorkerHandle]) -> None:
+        """Until every gated worker waits for its start signal."""
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        for handle in handles:
+            while not ready_marker(self.dir, handle.name).exists():
+                if not handle.alive() or time.monotonic() > deadline:
+                    raise _RunAborted(f"{handle.name} never got ready ({describe_exit(handle.child.exitcode)}); "
+                                      f"log tail:\n{tail(handle.log)}")
+                time.sleep(POLL_S / 5)
+
+    def _killed_by_failpoint(self, handle: WorkerHandle) -> bool:
+        directory = fp.failpoint_dir(self.dir)
+        names = [handle.name, *handle.plan.helpers]
+        return directory.is_dir() and any(any(directory.glob(f"{n}.*.kill")) for n in names)
+
+    def check_deaths(self) -> None:
+        now = time.monotonic()
+        for handle in list(self.handles):
+            if handle.accounted or handle.alive():
+                continue
+            handle.accounted = True
+            code = handle.child.exitcode
+            if handle.stopping:
+                continue
+            if handle.plan.kind == PRODUCER and code == 0:
+                continue
+            killed = handle.expected_exit or self._killed_by_failpoint(handle)
+            self.orchestrator.op("info", "log", value={"exited": handle.name, "how": describe_exit(code),
+                                                      "expected": killed})
+            if killed:
+                if handle.plan.respawn:
+                    delay = self.cell.time_scale * handle.plan.respawn_ms / 1000.0
+                    self.respawns.append((now + delay, handle))
+                continue
+            self.reasons.append(f"{handle.name} (pid {handle.pid}) died unexpectedly: {describe_exit(code)}; "
+                                f"log tail:\n{tail(handle.log)}")
+        for due, handle in list(self.respawns):
+            if due <= now:
+                self.respawns.remove((due, handle))
+                n = self.incarnation.get(handle.plan.name, 1) + 1
+                self.incarnation[handle.plan.name] = n
+                self.spawn(handle.plan, t0=self.t0, name=f"{handle.plan.name}#{n}", failpoints=False)
+
+    def live(self, kind: str | None = None) -> list[WorkerHandle]:
+        return [h for h in self.current.values() if h.alive() and (kind is None or h.plan.kind == kind)]
+
+    def watch(self, done: Callable[[], bool], timeout_s: float) -> bool:
+        """Poll deaths/respawns and `done` until it holds (True) or the timeout passes (False)."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            self.check_deaths()
+            if done():
+                return True
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(POLL_S * 2)
+
+    # -- the run -----------------------------------------------------------------------
+    def execute(self) -> tuple[RunResult, RunMetrics]:
+        cell, started = self.cell, time.monotonic()
+        (self.dir / "logs").mkdir(parents=True, exist_ok=True)
+        self.orchestrator = HistoryWriter.for_run(self.dir, "orchestrator")
+        self.nemesis = HistoryWriter.for_run(self.dir, "nemesis")
+        rng = random.Random(self.seed)
+        events = cell.strategy.delivery.route(cell.strategy.workload.make_events(rng))
+        producer_plans = cell.strategy.producer.plans(events)
+        faults = cell.new_faults()
+        self.fault_failpoints = [f.failpoints() for f in faults]
+        self.t0 = time.monotonic()
+        threads: list[Any] = []
+        try:
+            try:
+                self.start_workload(events, producer_plans, faults, threads)
+                self.workload_phase(events)
+            except _RunAborted as exc:
+                self.reasons.append(str(exc))
+            finally:
+                self.stop_event.set()
+                self.join_faults(threads)
+            if not self.reasons or all("died unexpectedly" in r for r in self.reasons):
+                self.drain_phase()
+        finally:
+            self.stop_all()
+        final = read_final_state(cell.redis(), cell.conn(), cell.streams, GROUP,
+                                 cell.strategy.ack.dlq, events)
+        self.orchestrator.close()
+        self.nemesis.close()
+        history = read_history(self.dir, run=self.index)
+        result = check_run(history, final, run=self.index, unknown_reasons=self.reasons, seed=self.seed)
+        handled, work_s = _work_metrics(history)
+        metrics = RunMetrics(self.index, self.seed, time.monotonic() - started, handled, work_s,
+                             handled / work_s if work_s else None, str(self.dir))
+        if cell.trace is not None:
+            from chaos.workload.trace import trace_lines
+            cell.trace(f"--- run {self.index} (seed {self.seed}): {result.verdict}")
+            for line in trace_lines(history, origin=self.t0):
+                cell.trace(line)
+        return result, metrics
+
+    def start_workload(self, events: list[Event], producer_plans: list[ProcessPlan], faults: list[Any],
+                       threads: list[Any]) -> None:
+        """Consumers (each until it blocks in XREADGROUP), gated producers, faults armed, then t0."""
+        cell = self.cell
+        self.reset_state(events)
+        self.orchestrator.op("info", "log", value={"run": self.index, "seed": self.seed,
+                                                  "preset": cell.strategy.label()})
+        blocked = 0
+        for plan in cell.consumer_plans:
+            handle = self.spawn(plan, t0=self.t0)
+            blocked += plan.ready_blocked
+            if plan.ready_blocked:
+                self.wait_ready(handle, blocked)
+        gated = [self.spawn(plan, t0=0.0, gate=True) for plan in producer_plans if plan.gated]
+        self.wait_gated(gated)
+        from faults.local import FaultThread
+        ctx = RunContext(self)
+        for fault in faults:
+            thread = FaultThread(fault, ctx)
+            threads.append(thread)
+            try:
+                thread.start()
+            except Exception as exc:  # noqa: BLE001 - could not arm: heal what it did, verdict unknown
+                threads.remove(thread)
+                self._fault_failed(fault, exc)
+                try:
+                    fault.heal(ctx)
+                except Exception as heal_exc:  # noqa: BLE001
+                    self._fault_failed(fault, heal_exc)
+                raise _RunAborted(f"fault {fault.name} could not be armed") from exc
+        self.t0 = time.monotonic()
+        self.orchestrator.op("info", "log", value={"phase": "workload", "t0": self.t0})
+        for handle in gated:
+            handle.child.kill(signal.SIGUSR2)  # its t0: the schedule starts now
+        for plan in producer_plans:
+            if not plan.gated:
+                self.spawn(plan, t0=self.t0)
+
+    def join_faults(self, threads: list[Any]) -> None:
+        """Wait for each fault's thread, then heal it (FaultThread.join always heals)."""
+        for thread in threads:
+            try:
+                thread.join(timeout_s=max(10.0, 60 * self.cell.time_scale))
+            except Exception as exc:  # noqa: BLE001 - FaultError and anything else: verdict unknown
+                self._fault_failed(thread.fault, exc)
+
+    def _fault_failed(self, fault: Any, exc: BaseException) -> None:
+        message = f"fault {fault.name} did not act or heal: {type(exc).__name__}: {exc}"
+        self.reasons.append(message)
+        self.fault_errors.append(message)
+
+    def settle_s(self, events: list[Event]) -> float:
+        longest = max((e.cost_ms for e in events), default=0.0)
+        return self.cell.time_scale * (3 * longest + 300) / 1000.0 + 0.2
+
+    def workload_phase(self, events: list[Event]) -> None:
+        """Until producers are done and the consumers are idle (fully acked, or no progress)."""
+        cell, watch = self.cell, ProgressWatch(self.dir)
+        settle = self.settle_s(events)
+        producer = cell.strategy.producer
+        budget = 20.0 + 3 * cell.time_scale * (sum(e.cost_ms for e in events) + max(
+            (e.at_ms for e in events), default=0) + sum(producer.retry_delays_ms())) / 1000.0
+
+        def quiet() -> bool:
+            if self.live(PRODUCER) or any(h.plan.kind == PRODUCER for _, h in self.respawns):
+                return False
+            if not producer.drained(cell.conn()):
+                return False
+            idle = time.monotonic() - watch.poll() > settle
+            if _acked_or_none(cell):
+                # acked on receive says nothing about the work: wait until the consumers are idle too
+                return cell.strategy.ack.after or idle
+            return idle
+
+        if not self.watch(quiet, budget):
+            self.reasons.append(f"the workload did not finish within {budget:.1f} s "
+                                f"(producers alive: {[h.name for h in self.live(PRODUCER)]})")
+
+    def drain_phase(self) -> None:
+        """Recovery: consumers run XAUTOCLAIM until everything is acked or nothing moves."""
+        cell = self.cell
+        if _acked_or_none(cell) and cell.strategy.producer.drained(cell.conn()):
+            return
+        self.orchestrator.op("info", "log", value={"phase": "drain"})
+        for handle in self.live(CONSUMER):
+            handle.drain_signalled = True
+            handle.child.kill(signal.SIGCONT)
+            handle.child.kill(signal.SIGUSR1)
+        idle = cell.time_scale * cell.strategy.delivery.claim_idle_ms / 1000.0
+        watch = ProgressWatch(self.dir)
+        began = time.monotonic()
+        window = 2 * idle + cell.time_scale * 0.5 + 0.3
+
+        def drained() -> bool:
+            for handle in self.live(CONSUMER):
+                if not handle.drain_signalled:
+                    handle.drain_signalled = True  # a respawned consumer joins the drain
+                    handle.child.kill(signal.SIGUSR1)
+            if _acked_or_none(cell) and cell.strategy.producer.drained(cell.conn()):
+                return True
+            if not self.live(CONSUMER) and not self.respawns:
+                return True  # nobody left to recover anything: report what is pending
+            now = time.monotonic()
+            return now - began > window and now - watch.poll() > window
+
+        timeout = max(10.0, 10 * idle + 30 * cell.time_scale)
+        if not self.watch(drained, timeout):
+            self.reasons.append(f"the drain timed out after {timeout:.1f} s")
+
+    def stop_all(self) -> None:
+        for handle in self.live():
+            handle.stopping = True
+            handle.child.kill(signal.SIGCONT)
+            handle.child.kill(signal.SIGTERM)
+        deadline = time.monotonic() + STOP_GRACE_S
+        for handle in self.handles:
+            handle.child.wait(max(0.0, deadline - time.monotonic()))
+        for handle in self.handles:
+            if handle.alive():
+                handle.stopping = True
+                handle.child.kill(signal.SIGKILL)
+                handle.child.wait(5)
+        self.check_deaths()
+
+
+def _acked_or_none(cell: _Cell) -> bool | None:
+    """fully_acked on the current primary; None (not yet) while it does not answer (a failover)."""
+    try:
+        return fully_acked(cell.redis(), cell.streams, GROUP)
+    except (redis.ConnectionError, redis.TimeoutError):
+        cell._redis = None
+        return None
+
+
+class _RunAborted(Exception):
+    """A run could not get its workers going; the run's verdict is unknown."""
+
+
+def _validate(time_scale: float, runs: int, failpoints: dict[str, dict]) -> None:
+    if not isinstance(runs, int) or runs < 1:
+        raise BadArguments(f"runs must be a whole number >= 1, got {runs!r}")
+    if not time_scale or time_scale <= 0:
+        raise BadArguments(f"time scale must be > 0 (1 = the reference's durations), got {time_scale!r}")
+    for target, points in failpoints.items():
+        try:
+            fp.validate(points)
+        except ValueError as exc:
+            raise BadArguments(f"failpoints for {target}: {exc}") from None
+
+
+def _fault_specs(faults: Sequence[Any]) -> list[Any]:
+    from faults.registry import get_fault
+    specs = []
+    for fault in faults:
+        if isinstance(fault, str):
+            get_fault(fault)  # BadArguments now, before anything starts
+        specs.append(fault)
+    return specs
+
+
+def fault_label(faults: Sequence[Any]) -> str:
+    names = [f if isinstance(f, str) else f.spec for f in faults]
+    return "+".join(names) if names else "none"
+
+
+def run_cell(cluster: Any, preset: str | Strategy, faults: Sequence[Any] = (), runs: int = 1, seed: int = 0,
+             time_scale: float = 1.0, *, parts: dict[str, str] | None = None,
+             failpoints: dict[str, dict] | None = None, run_root: Path | None = None,
+             keep_runs: str = "failed", trace: Callable[[str], None] | None = None,
+             progress: Callable[[int, int, RunResult], None] | None = None,
+             raise_fault_errors: bool = True) -> CellResult:
+    """Run `preset` under `faults` `runs` times (run i uses seed + i) and summarize.
+
+    `parts` replaces whole parts (`{"workload": "many-orders:keys=40"}`); `failpoints`
+    adds `{role-or-process: {failpoint: {...}}}` to what the faults arm. `keep_runs`:
+    `always`, `never`, or `failed` (keep the dirs of runs that are not valid).
+    Besides the checker's fields, the result carries `run_root`, `run_dirs`, `metrics`
+    (RunMetrics per run), `wall_s`, `strategy`, `fault_errors` and `label`.
+    """
+    failpoints = dict(failpoints or {})
+    _validate(time_scale, runs, failpoints)
+    strategy = preset if isinstance(preset, Strategy) else resolve(preset, parts=parts)
+    specs = _fault_specs(list(faults))
+    root = Path(run_root) if run_root else Path(cluster.base_dir) / "runs" / (
+        f"{strategy.preset}-{time.strftime('%H%M%S')}-{os.getpid()}-{random.randrange(10**6)}")
+    root.mkdir(parents=True, exist_ok=True)
+    cell = _Cell(cluster, strategy, specs, time_scale, failpoints, root, trace)
+    _check_faults(cell, specs, strategy)
+    started = time.monotonic()
+    results, metrics, fault_errors = [], [], []
+    try:
+        for index in range(runs):
+            run = _Run(cell, index, seed + index)
+            result, m = run.execute()
+            results.append(result)
+            metrics.append(m)
+            fault_errors += [f"run {index}: {e}" for e in run.fault_errors]
+            if progress is not None:
+                progress(index + 1, runs, result)
+            if fault_errors and raise_fault_errors:
+                break
+    finally:
+        cell.close()
+    summary = summarize(results)
+    summary.run_root, summary.metrics, summary.strategy = root, metrics, strategy
+    summary.run_dirs = [Path(m.run_dir) for m in metrics]
+    summary.wall_s, summary.fault_errors = time.monotonic() - started, fault_errors
+    summary.label = strategy.label()
+    _tidy(summary, keep_runs)
+    if fault_errors and raise_fault_errors:
+        from faults.base import FaultError
+        raise FaultError("; ".join(fault_errors))
+    return summary
+
+
+def _check_faults(cell: _Cell, specs: list[Any], strategy: Strategy) -> None:
+    if not specs:
+        return
+    from faults.base import Plan
+    producer_plans = strategy.producer.plans(strategy.delivery.route(strategy.workload.make_events(random.Random(0))))
+    roles = cell.plan_roles(producer_plans)
+    points = {role: ROLE_FAILPOINTS.get(role) or (PRODUCER_FAILPOINTS if role == PRODUCER else CONSUMER_FAILPOINTS)
+              for role in roles}
+    plan = Plan(roles=roles, failpoints=points)
+    for fault in cell.new_faults():
+        fault.check(plan)
+
+
+def _tidy(summary: CellResult, keep_runs: str) -> None:
+    if keep_runs == "always":
+        return
+    for result, path in zip(summary.runs, summary.run_dirs):
+        if keep_runs == "never" or result.verdict == "valid":
+            shutil.rmtree(path, ignore_errors=True)
+    root = summary.run_root
+    if root.is_dir() and not any(root.iterdir()):
+        root.rmdir()
+

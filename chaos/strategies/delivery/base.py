@@ -1,0 +1,52 @@
+"""The delivery part's contract: streams, the router, and the consumer-side processes.
+
+A delivery decides which stream each event goes to (`route`) and which processes read
+them (`plans`). Every delivery shares the read knobs below: COUNT per XREADGROUP, BLOCK,
+the XAUTOCLAIM min-idle time and when claiming runs (only in the drain, or all along),
+and whether a killed consumer is restarted under its consumer name (it then reads its
+own PEL first: `via: pending`).
+"""
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from chaos.strategies.params import Param
+from chaos.strategies.part import Part
+from chaos.strategies.plan import CONSUMER, ProcessPlan
+from chaos.workload.events import Event
+
+GROUP = "g"
+STREAM = "orders"
+
+COMMON = {
+    "count": Param(int, 1, "COUNT per XREADGROUP (prefetch)", min=1),
+    "block_ms": Param(float, 100.0, "BLOCK of XREADGROUP", min=1),
+    "claim_idle_ms": Param(float, 2000.0, "XAUTOCLAIM min-idle time (above the longest job)", min=1),
+    "claim": Param(str, "drain", "when consumers run XAUTOCLAIM", choices=("drain", "always", "never")),
+    "respawn": Param(bool, False, "restart a killed consumer under its consumer name"),
+    "respawn_ms": Param(float, 0.0, "delay before the restart", min=0),
+}
+
+
+class Delivery(Part):
+    slot: ClassVar[str] = "delivery"
+
+    def streams(self) -> list[str]:
+        """Every stream the run creates a group on."""
+        return [STREAM]
+
+    def route(self, events: list[Event]) -> list[Event]:
+        """The events with `stream` (and a drain `barrier` where needed) filled in."""
+        return [e.routed(STREAM) for e in events]
+
+    def plans(self, job: dict[str, Any]) -> list[ProcessPlan]:
+        raise NotImplementedError
+
+    def consumer_spec(self, consumer: str, streams: list[str], job: dict[str, Any]) -> dict[str, Any]:
+        """The spec of one group consumer; `job` carries the guard and ack policy specs."""
+        return {"consumer": consumer, "streams": streams, "group": GROUP, "count": self.count,
+                "block_ms": self.block_ms, "claim_idle_ms": self.claim_idle_ms, "claim": self.claim, **job}
+
+    def consumer_plan(self, name: str, streams: list[str], job: dict[str, Any]) -> ProcessPlan:
+        return ProcessPlan(name, "consumer", CONSUMER, self.consumer_spec(name, streams, job),
+                           ready_blocked=1)

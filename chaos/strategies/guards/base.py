@@ -1,0 +1,64 @@
+"""The guard's contract: apply one delivered event's effect, saying what happened.
+
+A guard is the write side of a strategy. It gets the event, the stream entry id and a
+`work` callable (the job's simulated cost; it raises PoisonJob for a poison job) and
+returns an Outcome: rows the effect write affected and the effect kind the checker
+reads (`applied`, `stale` for a rejected older version, `duplicate` for a seen event id).
+Guards run inside consumer processes, bound to that process's WorkerEnv.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable, ClassVar
+
+import psycopg
+
+from chaos.strategies.guards.effect import write_state
+from chaos.strategies.part import Part
+from chaos.workload.events import Event
+
+if TYPE_CHECKING:
+    from chaos.workload.env import WorkerEnv
+
+APPLIED, STALE, DUPLICATE = "applied", "stale", "duplicate"
+
+
+@dataclass
+class Outcome:
+    rows: int
+    effect: str
+    value: Any = None
+
+
+class Guard(Part):
+    slot: ClassVar[str] = "guard"
+    seeds_rows: ClassVar[bool] = True   # the orchestrator creates each key's row before the run
+    schema: ClassVar[str] = ""          # extra DDL the guard needs (created before each run)
+
+    def bind(self, env: WorkerEnv) -> Guard:
+        self.env = env
+        return self
+
+    def apply(self, ev: Event, entry_id: str, work: Callable[[], None]) -> Outcome:
+        raise NotImplementedError
+
+    def after_apply(self) -> None:
+        """Called once the apply op is recorded (also after a failure): release what apply held,
+        so the history shows the write before the release, as it happened."""
+
+    write_sent: bool = False   # set once the effect write went out: an error after it leaves the outcome unknown
+
+    def write(self, cur: psycopg.Cursor, ev: Event, **kw: Any) -> int:
+        """The effect write (state + projection), with the `before_commit` failpoint."""
+        self.write_sent = True
+        return write_state(cur, ev, failpoints=self.env.failpoints, **kw)
+
+    def write_in_tx(self, ev: Event, **kw: Any) -> int:
+        """The effect write on its own: one autocommit statement, or a transaction when a
+        `before_commit` failpoint must fire between the write and the COMMIT."""
+        conn = self.env.pg()
+        if "before_commit" not in self.env.failpoints.armed:
+            with conn.cursor() as cur:
+                return self.write(cur, ev, **kw)
+        with conn.transaction(), conn.cursor() as cur:
+            return self.write(cur, ev, **kw)

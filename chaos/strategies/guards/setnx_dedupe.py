@@ -1,0 +1,26 @@
+"""`setnx-dedupe`: `SET dedupe:<event_id> 1 NX EX ttl` in Redis before the effect.
+
+It drops resent events, but the marker and the effect live in two systems: a crash
+after the SET and before the write loses the event (the marker says seen, the effect
+never happened). That is the difference from the inbox guard.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+from chaos.strategies.guards.base import APPLIED, DUPLICATE, Guard, Outcome
+from chaos.strategies.params import Param
+from chaos.workload.events import Event
+
+
+class SetnxDedupe(Guard):
+    name = "setnx-dedupe"
+    summary = "SET dedupe:<event_id> NX EX ttl in Redis, then the effect (not atomic with it)"
+    params = {"ttl_s": Param(int, 86400, "marker TTL in seconds (not scaled)", min=1)}
+
+    def apply(self, ev: Event, entry_id: str, work: Callable[[], None]) -> Outcome:
+        if not self.env.redis().set(f"dedupe:{ev.event_id}", entry_id, nx=True, ex=self.ttl_s):
+            return Outcome(0, DUPLICATE, {"status": ev.etype, "dedupe": "seen"})
+        work()
+        rows = self.write_in_tx(ev)
+        return Outcome(rows, APPLIED, {"status": ev.etype})

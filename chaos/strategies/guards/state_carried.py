@@ -1,0 +1,39 @@
+"""`state-carried` (P4): the event carries the order's whole state; the consumer upserts it if newer.
+
+`INSERT .. ON CONFLICT (id) DO UPDATE .. WHERE orders.version < EXCLUDED.version`: the
+first event of a key creates the row (no row is seeded for this guard: the conditional
+upsert when the row does not exist yet), a later one replaces it only when its version is
+higher, so arrival order does not matter and no read of the current row is needed.
+"""
+from __future__ import annotations
+
+import time
+from typing import Callable
+
+from chaos.strategies.guards.base import APPLIED, STALE, Guard, Outcome
+from chaos.workload.events import Event
+
+_UPSERT = ("WITH changed AS (INSERT INTO orders (id, status, version) VALUES (%(key)s, %(status)s, %(version)s) "
+           "ON CONFLICT (id) DO UPDATE SET status = EXCLUDED.status, version = EXCLUDED.version "
+           "WHERE orders.version < EXCLUDED.version RETURNING id) "
+           "INSERT INTO projection (key, count) SELECT id, 1 FROM changed "
+           "ON CONFLICT (key) DO UPDATE SET count = projection.count + 1")
+
+
+class StateCarried(Guard):
+    name = "state-carried"
+    summary = "the event carries the full state; conditional upsert WHERE version < new (P4)"
+    params = {}
+    seeds_rows = False
+
+    def apply(self, ev: Event, entry_id: str, work: Callable[[], None]) -> Outcome:
+        work()
+        conn = self.env.pg()
+        with conn.transaction(), conn.cursor() as cur:
+            self.write_sent = True
+            cur.execute(_UPSERT, {"key": ev.key, "status": ev.etype, "version": ev.version})
+            rows = cur.rowcount
+            locked_at = time.monotonic()  # the row lock is held until COMMIT: a later writer comes after
+            self.env.failpoints.hit("before_commit", **ev.op_fields())
+        return Outcome(rows, APPLIED if rows else STALE,
+                       {"status": ev.etype, "upsert": True, "locked_at": locked_at})

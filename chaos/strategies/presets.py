@@ -1,0 +1,186 @@
+"""Named presets: one line each, a combination of producer x delivery x guard x ack x workload.
+
+Each part is written as a spec (`name:k=v,...`), so a preset reads like its description
+in DESIGN.md. `resolve("s2:shards=8")` builds the configured parts; a parameter is
+addressed by its bare name when exactly one part declares it (`shards`), else with
+the slot as prefix (`delivery.count=500`, `workload.cost_ms=0`).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from chaos.cli import BadArguments
+from chaos.strategies.ack import AckPolicy
+from chaos.strategies.delivery import DELIVERIES, Delivery
+from chaos.strategies.guards import GUARDS, Guard
+from chaos.strategies.params import split_spec
+from chaos.strategies.part import Part
+from chaos.strategies.producer_outbox import OUTBOX_PRODUCERS
+from chaos.strategies.producers import PRODUCERS, Producer
+from chaos.workload.workloads import WORKLOADS, Workload
+
+SLOTS = ("producer", "delivery", "guard", "ack", "workload")
+
+
+@dataclass(frozen=True)
+class Preset:
+    """A named composition; parts are specs such as `sharded:shards=4`."""
+
+    name: str
+    summary: str
+    producer: str = "retrying"
+    delivery: str = "group:consumers=2"
+    guard: str = "plain"
+    ack: str = "after"
+    workload: str = "pair"
+    notes: str = ""
+
+
+PRESETS: dict[str, Preset] = {p.name: p for p in [
+    Preset("baseline", "1 stream, 1 group, 2 consumers, plain UPDATE"),
+    Preset("s1", "single consumer, plain UPDATE", delivery="single"),
+    Preset("s2", "N streams by crc32(key) % N, a consumer per stream", delivery="sharded:shards=4",
+           workload="many-orders"),
+    Preset("s3", "one reader, a worker process per key bucket, ack after the worker finished",
+           delivery="fanout:workers=4", workload="many-orders"),
+    Preset("s4a", "per-key lock SET NX PX 5000, retry 20 ms, compare-and-delete release", guard="lock"),
+    Preset("s4b", "S4a + 0-30 ms random delay before locking", guard="lock:jitter_ms=30"),
+    Preset("s4c", "S4a with lock TTL 500 ms < job 800 ms", guard="lock:ttl_ms=500"),
+    Preset("s5", "compare-and-set WHERE id AND version < $v, READ COMMITTED", guard="cas"),
+    Preset("s5-rr", "S5 under REPEATABLE READ, serialization errors retried", guard="cas:isolation=rr"),
+    Preset("inbox", "S1, every event sent twice, inbox by event_id + effect in one tx", delivery="single",
+           guard="inbox", workload="pair:resend=1"),
+    Preset("setnx-dedupe", "S1, every event sent twice, SET NX EX dedupe marker in Redis",
+           delivery="single", guard="setnx-dedupe", workload="pair:resend=1"),
+    Preset("p2-business", "publish-blip model (paid by P-payment at 300 ms), CAS by business version",
+           delivery="single", guard="cas", workload="pair:paid_at_ms=300,payment_service=1"),
+    Preset("p2-entry-id", "publish-blip model, CAS by stream entry id", delivery="single",
+           guard="cas:version=entry_id", workload="pair:paid_at_ms=300,payment_service=1"),
+    Preset("ack-on-receive", "2000 jobs, prefetch 500, 5 ms each, XREADGROUP NOACK",
+           delivery="single:count=500", ack="on-receive", workload="bulk:jobs=2000,cost_ms=5"),
+    Preset("ack-after", "2000 jobs, prefetch 500, 5 ms each, XACK after processing",
+           delivery="single:count=500", workload="bulk:jobs=2000,cost_ms=5"),
+    Preset("poison-no-dlq", "5000 jobs, 1 poison per 500, retried forever",
+           delivery="single:count=100,claim=always,claim_idle_ms=200",
+           workload="bulk:jobs=5000,cost_ms=0,poison_every=500"),
+    Preset("poison-dlq", "5000 jobs, 1 poison per 500, max 3 attempts then DLQ",
+           delivery="single:count=100,claim=always,claim_idle_ms=200", ack="after:max_attempts=3",
+           workload="bulk:jobs=5000,cost_ms=0,poison_every=500"),
+    Preset("p1-naive", "outbox, naive dispatcher (ORDER BY id, skip a failed row); e1-1's publish fails twice",
+           producer="outbox-naive:fail_event=e1-1", delivery="single", workload="many-orders:keys=2,events=2,cost_ms=5"),
+    Preset("p1-per-key", "outbox, per-key dispatcher (a failed row blocks only its key); e1-1's publish fails twice",
+           producer="outbox-per-key:fail_event=e1-1", delivery="single", workload="many-orders:keys=2,events=2,cost_ms=5"),
+    Preset("p1-naive-n", "3 naive outbox dispatchers in parallel (row claims, SKIP LOCKED); e1-1's holder stalls 300 ms",
+           producer="outbox-naive:dispatchers=3,poll_ms=5,stall_event=e1-1", delivery="single",
+           workload="many-orders:keys=4,events=5,cost_ms=0"),
+    Preset("p1-per-key-n", "3 per-key outbox dispatchers in parallel (advisory lock per key); e1-1's holder stalls 300 ms",
+           producer="outbox-per-key:dispatchers=3,poll_ms=5,stall_event=e1-1", delivery="single",
+           workload="many-orders:keys=4,events=5,cost_ms=0"),
+    Preset("p1-inbox", "outbox per-key relay (at-least-once) + consumer inbox by event_id, effect in one tx",
+           producer="outbox-per-key", delivery="single", guard="inbox", workload="many-orders:keys=2,events=2,cost_ms=5"),
+    Preset("p3", "2 consumers in one group + reorder buffer: early versions parked until the gap fills",
+           guard="reorder-buffer"),
+    Preset("p4", "2 consumers in one group + event-carried state, conditional upsert (no row beforehand)",
+           guard="state-carried"),
+    Preset("recommended", "S2 sharding by key + CAS on business version + inbox by event_id",
+           delivery="sharded:shards=4", guard="inbox:cas=1", workload="many-orders:resend=1",
+           notes="S2 over S3: no single reader to lose, and a shard's consumer is an ordinary "
+                 "group consumer (XAUTOCLAIM recovery works unchanged); CAS makes any residual "
+                 "reorder (redelivery, failover, resharding) harmless; the inbox drops resends."),
+]}
+
+_REGISTRIES: dict[str, dict[str, type[Part]]] = {
+    "producer": {**PRODUCERS, **OUTBOX_PRODUCERS}, "delivery": DELIVERIES, "guard": GUARDS, "workload": WORKLOADS,
+}
+
+
+@dataclass
+class Strategy:
+    """A preset with its parts configured (after `k=v` overrides)."""
+
+    preset: str
+    overrides: dict[str, str]
+    producer: Producer
+    delivery: Delivery
+    guard: Guard
+    ack: AckPolicy
+    workload: Workload
+    replaced: dict[str, str] = field(default_factory=dict)
+
+    def parts(self) -> dict[str, Part]:
+        return {slot: getattr(self, slot) for slot in SLOTS}
+
+    def label(self) -> str:
+        """The spec that rebuilds this strategy (`s2:shards=8`)."""
+        given = ",".join(f"{k}={v}" for k, v in self.overrides.items())
+        return self.preset + (":" + given if given else "")
+
+
+def preset_names() -> list[str]:
+    return list(PRESETS)
+
+
+def get_preset(name: str) -> Preset:
+    try:
+        return PRESETS[name]
+    except KeyError:
+        raise BadArguments(f"unknown preset {name!r}; presets are: {', '.join(PRESETS)}") from None
+
+
+def _part(slot: str, spec: str, extra: dict[str, Any]) -> Part:
+    if slot == "ack":
+        mode, given = split_spec(spec, "ack policy")
+        return AckPolicy(**{"mode": mode, **given, **extra})
+    name, given = split_spec(spec, slot)
+    registry = _REGISTRIES[slot]
+    if name not in registry:
+        raise BadArguments(f"unknown {slot} {name!r}; {slot}s are: {', '.join(registry)}")
+    return registry[name](**{**given, **extra})
+
+
+def _declared(slot: str, spec: str) -> set[str]:
+    if slot == "ack":
+        return set(AckPolicy.params)
+    name, _ = split_spec(spec, slot)
+    cls = _REGISTRIES[slot].get(name)
+    return set(cls.params) if cls else set()
+
+
+def resolve(spec: str, parts: dict[str, str] | None = None) -> Strategy:
+    """`s2:shards=8` -> a Strategy; unknown presets or parameters raise BadArguments listing the valid ones.
+
+    `parts` replaces whole parts before the overrides apply: `{"workload": "many-orders:keys=40"}`.
+    """
+    name, given = split_spec(spec, "preset")
+    preset = get_preset(name)
+    for slot, part_spec in (parts or {}).items():
+        if slot not in SLOTS:
+            raise BadArguments(f"--part {slot}=...: no such part; parts are: {', '.join(SLOTS)}")
+        preset = replace(preset, **{slot: part_spec})
+    per_slot: dict[str, dict[str, str]] = {slot: {} for slot in SLOTS}
+    declared = {slot: _declared(slot, getattr(preset, slot)) for slot in SLOTS}
+    for key, value in given.items():
+        slot, dot, param = key.partition(".")
+        if dot:
+            if slot not in SLOTS or param not in declared[slot]:
+                raise BadArguments(f"preset {name}: no parameter {key!r}; its parameters are: "
+                                   f"{', '.join(_all_params(declared))}")
+            per_slot[slot][param] = value
+            continue
+        owners = [s for s in SLOTS if key in declared[s]]
+        if not owners:
+            raise BadArguments(f"preset {name}: no parameter {key!r}; its parameters are: "
+                               f"{', '.join(_all_params(declared))}")
+        if len(owners) > 1:
+            raise BadArguments(f"preset {name}: {key!r} is a parameter of {' and '.join(owners)}; "
+                               f"write {owners[0]}.{key}=... to say which")
+        per_slot[owners[0]][key] = value
+    built = {slot: _part(slot, getattr(preset, slot), per_slot[slot]) for slot in SLOTS}
+    return Strategy(preset=name, overrides=dict(given), replaced=dict(parts or {}), **built)  # type: ignore[arg-type]
+
+
+def _all_params(declared: dict[str, set[str]]) -> list[str]:
+    names = [p for s in SLOTS for p in sorted(declared[s])]
+    dup = {p for p in names if names.count(p) > 1}
+    return [f"{s}.{p}" if p in dup else p for s in SLOTS for p in sorted(declared[s])]

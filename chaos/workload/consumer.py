@@ -1,0 +1,112 @@
+"""The group consumer process: XREADGROUP, handle each entry, recover others' entries.
+
+At start it re-reads its own PEL (`XREADGROUP .. 0`: a restarted consumer with the same
+name finishes what its predecessor left, `via: pending`). Then it loops on
+`XREADGROUP .. >` with BLOCK; in drain mode (SIGUSR1), or all along with claim=always,
+it first runs XAUTOCLAIM with the min-idle time (`via: claim`). A broken link is
+logged and retried; the process only ends on SIGTERM.
+"""
+from __future__ import annotations
+
+import time
+
+import redis
+
+from chaos.strategies.ack import AckPolicy
+from chaos.strategies.guards import GUARDS
+from chaos.strategies.part import build
+from chaos.workload.env import WorkerEnv
+from chaos.workload.jobs import JobRunner, delivery_count
+
+LINK_ERRORS = (redis.ConnectionError, redis.TimeoutError, OSError)
+
+
+class GroupReader:
+    """The read side shared by the consumer and the fan-out reader."""
+
+    def __init__(self, env: WorkerEnv) -> None:
+        spec = env.spec
+        self.env = env
+        self.streams: list[str] = spec["streams"]
+        self.group: str = spec["group"]
+        self.consumer: str = spec["consumer"]
+        self.count: int = spec["count"]
+        self.ack = AckPolicy(**spec["ack"]["params"])
+        self.r = env.redis()
+        self.last_claim = 0.0
+
+    def claim_due(self) -> bool:
+        mode = self.env.spec.get("claim", "drain")
+        if mode == "never" or (mode == "drain" and not self.env.draining):
+            return False
+        interval = self.env.seconds(self.env.spec["claim_idle_ms"]) / 4
+        return time.monotonic() - self.last_claim >= interval
+
+    def own_pending(self):
+        """(stream, entry_id, fields, via, count) for this consumer's PEL (a restart)."""
+        for stream in self.streams:
+            resp = self.r.xreadgroup(self.group, self.consumer, {stream: "0"}, count=10_000)
+            for _, entries in resp or []:
+                for entry_id, fields in entries:
+                    yield stream, entry_id, fields or None, "pending", delivery_count(
+                        self.r, stream, self.group, entry_id)
+
+    def claimed(self):
+        """(stream, entry_id, fields, via, count) for entries idle longer than claim_idle_ms."""
+        self.last_claim = time.monotonic()
+        idle = max(1, round(self.env.scaled_ms(self.env.spec["claim_idle_ms"])))
+        for stream in self.streams:
+            cursor = "0-0"
+            while True:
+                nxt, entries, *_ = self.r.xautoclaim(stream, self.group, self.consumer, idle,
+                                                     start_id=cursor, count=100)
+                for entry_id, fields in entries:
+                    yield stream, entry_id, fields or None, "claim", delivery_count(
+                        self.r, stream, self.group, entry_id)
+                if nxt == "0-0":
+                    break
+                cursor = nxt
+
+    def read_new(self):
+        """One XREADGROUP > round: a list of (stream, [(entry_id, fields)])."""
+        block = max(1, round(self.env.scaled_ms(self.env.spec["block_ms"])))
+        return self.r.xreadgroup(self.group, self.consumer, {s: ">" for s in self.streams},
+                                 count=self.count, block=block, noack=self.ack.uses_noack) or []
+
+    def link_broken(self, exc: Exception) -> None:
+        self.env.op("info", "log", value={"link": "broken", "error": f"{type(exc).__name__}: {exc}"})
+        try:
+            self.r.connection_pool.disconnect()
+        except Exception:  # noqa: BLE001
+            pass
+        self.env.sleep_ms(50)
+
+
+def main(env: WorkerEnv) -> int:
+    reader = GroupReader(env)
+    guard = build(GUARDS, env.spec["guard"]).bind(env)
+    runner = JobRunner(env, guard, reader.ack, reader.group)
+    r = reader.r
+    started = False
+    while not env.stopping:
+        try:
+            if not started:
+                for item in reader.own_pending():
+                    runner.handle(r, *item)
+                started = True
+            if reader.claim_due():
+                for item in reader.claimed():
+                    runner.handle(r, *item)
+                    if env.stopping:
+                        break
+            for stream, entries in reader.read_new():
+                for index, (entry_id, fields) in enumerate(entries):
+                    if env.stopping:
+                        break
+                    if index:
+                        env.failpoints.hit("mid_batch", None, entry_id=entry_id)
+                    runner.handle(r, stream, entry_id, fields, "read", 1)
+            runner.flush_acks(r)
+        except LINK_ERRORS as exc:
+            reader.link_broken(exc)
+    return 0

@@ -1,0 +1,108 @@
+"""What a worker process has at hand: its history, links, clock scale, rng, failpoints, signals.
+
+Built from the spec the orchestrator sent through the fork server. SIGTERM asks the
+worker to stop after the job in hand; SIGUSR1 switches it to drain mode (consumers
+start recovering other consumers' pending entries with XAUTOCLAIM).
+"""
+from __future__ import annotations
+
+import random
+import signal
+import time
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
+
+from chaos.history import HistoryWriter
+from chaos.workload.failpoints import Failpoints
+
+
+def ready_marker(run_dir: Path, process: str) -> Path:
+    """Where a gated worker says it is ready to start."""
+    return Path(run_dir) / "ready" / process
+
+
+class WorkerEnv:
+    """One worker process's environment (see module doc)."""
+
+    def __init__(self, spec: dict[str, Any]) -> None:
+        self.spec = spec
+        self.name: str = spec["name"]
+        self.run_dir = Path(spec["run_dir"])
+        self.scale: float = float(spec.get("time_scale", 1.0))
+        self.t0: float = float(spec.get("t0", time.monotonic()))
+        self.rng = random.Random(f"{spec.get('seed', 0)}:{self.name}")
+        self.history = HistoryWriter.for_run(self.run_dir, self.name)
+        self.failpoints = Failpoints.from_spec(spec.get("failpoints") or {}, process=self.name,
+                                               run_dir=self.run_dir, record=self.op, sleep_ms=self.sleep_ms)
+        self.stopping = False
+        self.draining = bool(spec.get("draining", False))
+        self._redis: redis.Redis | None = None
+        self._pg: psycopg.Connection | None = None
+        signal.signal(signal.SIGTERM, self._on_term)
+        signal.signal(signal.SIGUSR1, self._on_drain)
+
+    def _on_term(self, *_: object) -> None:
+        self.stopping = True
+
+    def _on_drain(self, *_: object) -> None:
+        self.draining = True
+
+    def await_start(self) -> None:
+        """With `gate` in the spec: say ready, then wait for the orchestrator's SIGUSR2 and take
+        its arrival as t0, so the schedule does not include this process's own start-up."""
+        if not self.spec.get("gate"):
+            return
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR2})
+        marker = ready_marker(self.run_dir, self.name)
+        marker.parent.mkdir(parents=True, exist_ok=True)
+        marker.touch()
+        signal.sigwait({signal.SIGUSR2})
+        self.t0 = time.monotonic()
+
+    def op(self, type: str, f: str, **fields: Any) -> dict:
+        return self.history.op(type, f, **fields)
+
+    def scaled_ms(self, ms: float) -> float:
+        return ms * self.scale
+
+    def seconds(self, ms: float) -> float:
+        return ms * self.scale / 1000.0
+
+    def sleep_ms(self, ms: float) -> None:
+        if ms > 0:
+            time.sleep(self.seconds(ms))
+
+    def sleep_until(self, offset_ms: float) -> None:
+        """Sleep until `offset_ms` (scaled) after the run's common start t0."""
+        delay = self.t0 + self.seconds(offset_ms) - time.monotonic()
+        if delay > 0:
+            time.sleep(delay)
+
+    def redis(self, *, timeout_ms: float | None = None) -> redis.Redis:
+        """This process's client through its own proxy; no silent client-side retries."""
+        if self._redis is None:
+            timeout = None if timeout_ms is None else max(0.001, self.seconds(timeout_ms))
+            self._redis = redis.Redis.from_url(
+                self.spec["redis_url"], decode_responses=True, protocol=2,
+                retry=Retry(NoBackoff(), 0), socket_timeout=timeout if timeout else 30.0,
+                socket_connect_timeout=timeout if timeout else 5.0, health_check_interval=0)
+        return self._redis
+
+    def pg(self) -> psycopg.Connection:
+        if self._pg is None or self._pg.closed:
+            self._pg = psycopg.connect(self.spec["pg_dsn"], autocommit=True, connect_timeout=10)
+        return self._pg
+
+    def close(self) -> None:
+        for conn in (self._redis, self._pg):
+            try:
+                if conn is not None:
+                    conn.close()
+            except Exception:  # noqa: BLE001 - closing after a fault may fail; nothing to save
+                pass
+        self.history.close()

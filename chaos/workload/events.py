@@ -1,0 +1,63 @@
+"""Order events: the unit every workload publishes and every guard applies.
+
+An event's identity is `event_id`, fixed when the intent is created and stable across
+resends (a retried publish or an outbox relay sends the same id again). `version` is the
+business version assigned at creation, which is what a correct guard compares; the stream
+entry id is only where one copy of the event landed.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, replace
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Event:
+    """One intended event; `at_ms` and `producer` say when and by whom it is published."""
+
+    event_id: str
+    key: str
+    etype: str
+    version: int
+    cost_ms: float = 0.0
+    at_ms: float = 0.0
+    producer: str = "P-order"
+    poison: bool = False
+    stream: str = ""            # set by the delivery's router
+    barrier: str = ""           # streams the producer must see drained before publishing this
+
+    def fields(self) -> dict[str, str]:
+        """The stream entry's fields (what a consumer receives)."""
+        out = {"event_id": self.event_id, "key": self.key, "type": self.etype,
+               "version": str(self.version), "cost_ms": repr(float(self.cost_ms))}
+        if self.poison:
+            out["poison"] = "1"
+        return out
+
+    @classmethod
+    def from_fields(cls, fields: dict[str, str], stream: str = "") -> Event:
+        """The event a consumer got; malformed entries raise ValueError naming the field."""
+        try:
+            return cls(event_id=fields["event_id"], key=fields["key"], etype=fields["type"],
+                       version=int(fields["version"]), cost_ms=float(fields.get("cost_ms", 0)),
+                       poison=fields.get("poison") == "1", stream=stream)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ValueError(f"stream entry is not an order event ({exc!r}): {fields!r}") from None
+
+    def intended(self) -> dict[str, Any]:
+        """The FinalState.events record."""
+        return {"event_id": self.event_id, "key": self.key, "version": self.version, "etype": self.etype}
+
+    def op_fields(self) -> dict[str, Any]:
+        """The fields every history op about this event carries."""
+        return {"event_id": self.event_id, "key": self.key, "version": self.version, "etype": self.etype}
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Event:
+        return cls(**data)
+
+    def routed(self, stream: str, barrier: str = "") -> Event:
+        return replace(self, stream=stream, barrier=barrier)

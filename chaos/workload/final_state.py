@@ -1,0 +1,74 @@
+"""Read the checker's FinalState after the drain, straight from the servers (no proxies).
+
+Stream entries, the PEL and the undelivered tail are read per stream; an entry's event
+id comes from its fields (a trimmed entry still pending has none: the checker then
+relies on the history).
+"""
+from __future__ import annotations
+
+from typing import Iterable
+
+import psycopg
+import redis
+
+from chaos.checker import FinalState
+from chaos.workload import schema
+from chaos.workload.events import Event
+
+
+def _group(r: redis.Redis, stream: str, group: str) -> dict | None:
+    try:
+        return next((g for g in r.xinfo_groups(stream) if g["name"] == group), None)
+    except redis.ResponseError:  # no such stream (never written, or lost with a restart)
+        return None
+
+
+def read_final_state(r: redis.Redis, conn: psycopg.Connection, streams: Iterable[str], group: str,
+                     dlq_stream: str, events: list[Event]) -> FinalState:
+    final = FinalState(rows=schema.read_rows(conn), projection=schema.read_projection(conn),
+                       outbox=schema.read_outbox(conn))
+    for stream in streams:
+        entries = r.xrange(stream)
+        event_of = {eid: (fields or {}).get("event_id") for eid, fields in entries}
+        final.stream_entries += [{"entry_id": eid, "stream": stream, "event_id": event_of[eid]}
+                                 for eid, _ in entries]
+        info = _group(r, stream, group)
+        if info is None:
+            continue
+        if info["pending"]:
+            for row in r.xpending_range(stream, group, min="-", max="+", count=max(1, info["pending"])):
+                eid = row["message_id"]
+                final.pending.append({"entry_id": eid, "stream": stream, "event_id": event_of.get(eid),
+                                      "consumer": row["consumer"], "delivery_count": row["times_delivered"]})
+        last = info["last-delivered-id"]
+        final.undelivered += [{"entry_id": eid, "stream": stream, "event_id": event_of[eid]}
+                              for eid, _ in entries if _after(eid, last)]
+    final.dlq = [{"entry_id": eid, "event_id": (fields or {}).get("event_id")}
+                 for eid, fields in r.xrange(dlq_stream)]
+    seen: dict[str, dict] = {}
+    for ev in events:
+        seen.setdefault(ev.event_id, ev.intended())
+    final.events = list(seen.values())
+    return final
+
+
+def _after(entry_id: str, last: str) -> bool:
+    a, _, b = entry_id.partition("-")
+    c, _, d = last.partition("-")
+    return (int(a), int(b or 0)) > (int(c), int(d or 0))
+
+
+def fully_acked(r: redis.Redis, streams: Iterable[str], group: str) -> bool:
+    """Nothing pending and nothing undelivered on any stream."""
+    for stream in streams:
+        info = _group(r, stream, group)
+        if info is None:
+            if r.exists(stream) and r.xlen(stream):
+                return False
+            continue
+        if info["pending"]:
+            return False
+        last = r.xrevrange(stream, count=1)
+        if last and _after(last[0][0], info["last-delivered-id"]):
+            return False
+    return True

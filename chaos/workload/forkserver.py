@@ -1,0 +1,264 @@
+"""A fork server: worker processes that start in milliseconds and are still real OS processes.
+
+A fresh interpreter imports redis, psycopg and the worker code once, then forks one
+child per request. Each child has its own pid (a real SIGKILL kills exactly it), is
+its own process-group leader, and has PR_SET_PDEATHSIG(SIGKILL) towards the server;
+the server has the same towards the thread that started it, and on EOF on its stdin
+(the orchestrator is gone) it SIGKILLs its children and exits. So no worker outlives
+the orchestrator. multiprocessing's forkserver was not used because its children
+re-import the parent's __main__ (under pytest that is all of pytest, ~150 ms each).
+
+Protocol (JSON lines): request `{"id", "spec", "log"}` -> reply `{"id", "pid"}` or
+`{"id", "error"}`; whenever a child ends: `{"exit": pid, "code": n}` (n < 0: signal).
+"""
+from __future__ import annotations
+
+import json
+import os
+import selectors
+import signal
+import subprocess
+import sys
+import threading
+import traceback
+from pathlib import Path
+from typing import Any
+
+_PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
+_PARENT_ENV = "CHAOS_FORKSERVER_PARENT"
+
+
+# ----------------------------------------------------------------------------- server side
+
+def _child(spec: dict[str, Any], log: str, server: int, server_fds: list[int]) -> None:
+    code = 70
+    try:
+        from chaos.workload.procutil import die_with_parent
+        from chaos.workload.worker import run
+        die_with_parent(server)
+        os.setpgid(0, 0)
+        signal.set_wakeup_fd(-1)
+        for sig in (signal.SIGCHLD, signal.SIGTERM, signal.SIGINT, signal.SIGUSR1):
+            signal.signal(sig, signal.SIG_DFL)
+        for fd in server_fds:
+            os.close(fd)
+        for target, (path, flags) in enumerate([(os.devnull, os.O_RDONLY),
+                                                (log, os.O_WRONLY | os.O_CREAT | os.O_APPEND),
+                                                (log, os.O_WRONLY | os.O_CREAT | os.O_APPEND)]):
+            fd = os.open(path, flags, 0o644)
+            if fd != target:
+                os.dup2(fd, target)
+                os.close(fd)
+        sys.stdout = open(1, "w", buffering=1, closefd=False)
+        sys.stderr = open(2, "w", buffering=1, closefd=False)
+        code = int(run(spec) or 0)
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else 1
+    except BaseException:  # noqa: BLE001 - the traceback goes to the worker's log
+        traceback.print_exc()
+    finally:
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        finally:
+            os._exit(code)
+
+
+def serve() -> None:
+    """The server loop (runs in its own interpreter, started by ForkServer)."""
+    import psycopg  # noqa: F401 - preloaded so children start warm
+    import redis  # noqa: F401
+
+    import chaos.workload.worker  # noqa: F401
+    from chaos.workload.procutil import die_with_parent
+
+    die_with_parent(int(os.environ[_PARENT_ENV]))
+    wake_r, wake_w = os.pipe()
+    os.set_blocking(wake_r, False)
+    os.set_blocking(wake_w, False)
+    signal.set_wakeup_fd(wake_w)
+    signal.signal(signal.SIGCHLD, lambda *_: None)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    out = os.fdopen(sys.stdout.fileno(), "w", buffering=1, closefd=False)
+    server_pid = os.getpid()
+    out.write(json.dumps({"ready": server_pid}) + "\n")
+    sel = selectors.DefaultSelector()
+    sel.register(0, selectors.EVENT_READ)
+    sel.register(wake_r, selectors.EVENT_READ)
+    children: set[int] = set()
+    buf = b""
+    while True:
+        eof = False
+        for key, _ in sel.select():
+            if key.fd == wake_r:
+                try:
+                    os.read(wake_r, 4096)
+                except BlockingIOError:
+                    pass
+                continue
+            data = os.read(0, 65536)
+            if not data:
+                eof = True
+                break
+            buf += data
+            while b"\n" in buf:
+                line, buf = buf.split(b"\n", 1)
+                req = json.loads(line)
+                try:
+                    pid = os.fork()
+                except OSError as exc:
+                    out.write(json.dumps({"id": req["id"], "error": str(exc)}) + "\n")
+                    continue
+                if pid == 0:
+                    _child(req["spec"], req["log"], server_pid, [0, sel.fileno(), wake_r, wake_w, out.fileno()])
+                children.add(pid)
+                out.write(json.dumps({"id": req["id"], "pid": pid}) + "\n")
+        while children:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                break
+            if pid == 0:
+                break
+            children.discard(pid)
+            out.write(json.dumps({"exit": pid, "code": os.waitstatus_to_exitcode(status)}) + "\n")
+        if eof:
+            for pid in children:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            return
+
+
+# ----------------------------------------------------------------------------- client side
+
+class Child:
+    """A worker started by the fork server: pid, exit code once it ended."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.exitcode: int | None = None
+        self._ended = threading.Event()
+
+    def alive(self) -> bool:
+        return not self._ended.is_set()
+
+    def wait(self, timeout: float | None = None) -> int | None:
+        self._ended.wait(timeout)
+        return self.exitcode
+
+    def kill(self, sig: int = signal.SIGKILL) -> None:
+        if self.alive():
+            try:
+                os.kill(self.pid, sig)
+            except ProcessLookupError:
+                pass
+
+
+class ForkServer:
+    """The client: start the server once, then `spawn(spec, log)` -> Child in a few ms."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._next = 0
+        self._replies: dict[int, dict] = {}
+        self._reply_ready = threading.Condition(self._lock)
+        self._children: dict[int, Child] = {}
+        self._early_exits: dict[int, int] = {}
+        self._proc: subprocess.Popen | None = None
+        self._started = threading.Event()
+        self._failure: BaseException | None = None
+        # PDEATHSIG fires when the *thread* that forked the server exits: this thread lives
+        # as long as the server (it reads the server's replies until EOF).
+        threading.Thread(target=self._own_server, name="chaos-forkserver", daemon=True).start()
+        self._started.wait(30)
+        if self._proc is None or not self.alive():
+            raise RuntimeError(f"fork server did not start: {self._failure!r}")
+
+    def _own_server(self) -> None:
+        from chaos.workload.procutil import die_with_parent
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [_PACKAGE_ROOT, env.get("PYTHONPATH")]))
+        env[_PARENT_ENV] = str(os.getpid())
+        parent = os.getpid()
+        try:
+            self._proc = subprocess.Popen([sys.executable, "-m", "chaos.workload.forkserver"],
+                                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env,
+                                          preexec_fn=lambda: die_with_parent(parent), close_fds=True)
+        except BaseException as exc:  # noqa: BLE001
+            self._failure = exc
+            self._started.set()
+            return
+        for line in self._proc.stdout:
+            msg = json.loads(line)
+            with self._lock:
+                if "ready" in msg:
+                    self._started.set()
+                elif "exit" in msg:
+                    child = self._children.pop(msg["exit"], None)
+                    if child is None:
+                        self._early_exits[msg["exit"]] = msg["code"]
+                    else:
+                        child.exitcode = msg["code"]
+                        child._ended.set()
+                else:
+                    self._replies[msg["id"]] = msg
+                    self._reply_ready.notify_all()
+        self._started.set()
+        with self._lock:  # the server is gone: so are its children
+            for child in self._children.values():
+                child.exitcode = child.exitcode if child.exitcode is not None else -signal.SIGKILL
+                child._ended.set()
+            self._children.clear()
+            self._reply_ready.notify_all()
+
+    def alive(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    def spawn(self, spec: dict[str, Any], log: Path, timeout: float = 10.0) -> Child:
+        with self._lock:
+            self._next += 1
+            rid = self._next
+            self._proc.stdin.write((json.dumps({"id": rid, "spec": spec, "log": str(log)}) + "\n").encode())
+            self._proc.stdin.flush()
+            if not self._reply_ready.wait_for(lambda: rid in self._replies or not self.alive(), timeout):
+                raise RuntimeError(f"fork server did not answer within {timeout} s")
+            reply = self._replies.pop(rid, None)
+            if reply is None or "error" in reply:
+                raise RuntimeError(f"fork server could not start {spec.get('name')}: "
+                                   f"{reply and reply.get('error') or 'server is gone'}")
+            child = Child(reply["pid"])
+            if child.pid in self._early_exits:
+                child.exitcode = self._early_exits.pop(child.pid)
+                child._ended.set()
+            else:
+                self._children[child.pid] = child
+            return child
+
+    def close(self) -> None:
+        """EOF to the server: it SIGKILLs what is left of its children and exits."""
+        if self._proc is not None and self._proc.poll() is None:
+            self._proc.stdin.close()
+            try:
+                self._proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self._proc.kill()
+                self._proc.wait()
+
+
+_server: ForkServer | None = None
+_server_lock = threading.Lock()
+
+
+def fork_server() -> ForkServer:
+    """The process-wide fork server, started on first use (about 0.3 s once)."""
+    global _server
+    with _server_lock:
+        if _server is None or not _server.alive():
+            _server = ForkServer()
+        return _server
+
+
+if __name__ == "__main__":
+    serve()

@@ -1,0 +1,139 @@
+"""One delivered entry's life: deliver -> guard (work + effect) -> ack, or the DLQ.
+
+Shared by the group consumer (all three steps in one process) and the fan-out reader
+and workers (the reader delivers and acks, a worker applies). The ops written here are
+the ones the checker reads: `deliver`, `apply` invoke/ok/fail, `ack`, `dlq`.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import redis
+
+from chaos.strategies.ack import AckPolicy
+from chaos.strategies.guards.base import Guard
+from chaos.workload.env import WorkerEnv
+from chaos.workload.events import Event
+from chaos.workload.failpoints import FailpointFailure
+
+DONE, FAILED = "done", "failed"
+
+
+class PoisonJob(Exception):
+    """A job that fails every time it is handled (the poison reference rows)."""
+
+
+class JobRunner:
+    def __init__(self, env: WorkerEnv, guard: Guard | None, ack: AckPolicy, group: str) -> None:
+        self.env, self.guard, self.ack, self.group = env, guard, ack, group
+        self.deferred: list[tuple[str, str, Event]] = []   # acks waiting for the end of the batch
+
+    def deliver(self, r: redis.Redis, stream: str, entry_id: str, fields: dict | None,
+                via: str, delivery_count: int) -> Event | None:
+        """Record the delivery; None for an entry that is gone (trimmed) or not an event."""
+        env = self.env
+        if fields is None:
+            env.op("info", "deliver", entry_id=entry_id, stream=stream, via=via, value="entry deleted")
+            r.xack(stream, self.group, entry_id)
+            return None
+        try:
+            ev = Event.from_fields(fields, stream)
+        except ValueError as exc:
+            env.op("info", "deliver", entry_id=entry_id, stream=stream, via=via, value=str(exc))
+            r.xack(stream, self.group, entry_id)
+            return None
+        env.op("ok", "deliver", **ev.op_fields(), entry_id=entry_id, stream=stream,
+               delivery_count=delivery_count, via=via)
+        env.failpoints.hit("after_read", **ev.op_fields())
+        if self.ack.mode == "on-receive":
+            if not self.ack.uses_noack:
+                r.xack(stream, self.group, entry_id)
+            env.op("ok", "ack", **ev.op_fields(), entry_id=entry_id, stream=stream,
+                   value="noack" if self.ack.uses_noack else "on-receive")
+        return ev
+
+    def work(self, ev: Event) -> None:
+        self.env.sleep_ms(ev.cost_ms)
+        if ev.poison:
+            raise PoisonJob(f"poison job {ev.event_id}")
+
+    def apply(self, ev: Event, entry_id: str) -> str:
+        """Run the guard; DONE when the effect committed (or was rejected), FAILED otherwise."""
+        env = self.env
+        env.op("invoke", "apply", **ev.op_fields(), entry_id=entry_id)
+        self.guard.write_sent = False
+        try:
+            try:
+                env.failpoints.hit("before_apply", **ev.op_fields())
+                outcome = self.guard.apply(ev, entry_id, lambda: self.work(ev))
+            except (PoisonJob, FailpointFailure) as exc:
+                env.op("fail", "apply", **ev.op_fields(), entry_id=entry_id, value=f"poison: {exc}")
+                return FAILED
+            except Exception as exc:  # noqa: BLE001 - a broken link or a DB error: the entry stays pending
+                # after the effect write was sent (a lost COMMIT reply) the outcome is unknown: info
+                kind = "info" if self.guard.write_sent else "fail"
+                env.op(kind, "apply", **ev.op_fields(), entry_id=entry_id, value=f"{type(exc).__name__}: {exc}")
+                if not isinstance(exc, (redis.RedisError, OSError)):
+                    self._reset_pg()
+                return FAILED
+            env.op("ok", "apply", **ev.op_fields(), entry_id=entry_id, rows=outcome.rows,
+                   effect=outcome.effect, value=outcome.value)
+        finally:
+            self.guard.after_apply()
+        env.failpoints.hit("after_apply_before_ack", **ev.op_fields())
+        return DONE
+
+    def _reset_pg(self) -> None:
+        try:
+            self.env.pg().close()
+        except Exception:  # noqa: BLE001
+            pass
+
+    def finish(self, r: redis.Redis, stream: str, entry_id: str, ev: Event, status: str,
+               delivery_count: int) -> None:
+        """XACK a done entry (ack after), or dead-letter one that failed its last attempt."""
+        if status == DONE:
+            if self.ack.after and self.ack.batch:
+                self.deferred.append((stream, entry_id, ev))
+            elif self.ack.after:
+                r.xack(stream, self.group, entry_id)
+                self.env.op("ok", "ack", **ev.op_fields(), entry_id=entry_id, stream=stream)
+            return
+        if self.ack.max_attempts and delivery_count >= self.ack.max_attempts:
+            self.dead_letter(r, stream, entry_id, ev, delivery_count)
+
+    def flush_acks(self, r: redis.Redis) -> None:
+        """Send the batch's deferred acks, one XACK per stream (ack policy batch=1)."""
+        deferred, self.deferred = self.deferred, []
+        for stream in {s for s, _, _ in deferred}:
+            ids = [entry_id for s, entry_id, _ in deferred if s == stream]
+            r.xack(stream, self.group, *ids)
+        for stream, entry_id, ev in deferred:
+            self.env.op("ok", "ack", **ev.op_fields(), entry_id=entry_id, stream=stream, value="batch")
+
+    def dead_letter(self, r: redis.Redis, stream: str, entry_id: str, ev: Event, delivery_count: int) -> None:
+        fields: dict[str, Any] = {**ev.fields(), "source_stream": stream, "source_id": entry_id,
+                                  "deliveries": str(delivery_count)}
+        dlq_id = r.xadd(self.ack.dlq, fields)
+        r.xack(stream, self.group, entry_id)
+        self.env.op("ok", "dlq", **ev.op_fields(), entry_id=entry_id, stream=stream,
+                    delivery_count=delivery_count, value={"dlq_entry": dlq_id})
+
+    def handle(self, r: redis.Redis, stream: str, entry_id: str, fields: dict | None,
+               via: str, delivery_count: int) -> None:
+        """All three steps in this process (the group consumer)."""
+        ev = self.deliver(r, stream, entry_id, fields, via, delivery_count)
+        if ev is None:
+            return
+        if self.ack.max_attempts and delivery_count > self.ack.max_attempts:
+            self.dead_letter(r, stream, entry_id, ev, delivery_count)
+            return
+        status = self.apply(ev, entry_id)
+        if self.ack.mode == "after":
+            self.finish(r, stream, entry_id, ev, status, delivery_count)
+
+
+def delivery_count(r: redis.Redis, stream: str, group: str, entry_id: str) -> int:
+    """Times delivered, from XPENDING (after a claim or a re-read of one's own PEL)."""
+    rows = r.xpending_range(stream, group, min=entry_id, max=entry_id, count=1)
+    return int(rows[0]["times_delivered"]) if rows else 1

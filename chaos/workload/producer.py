@@ -1,0 +1,129 @@
+"""The producer process: publishes its events on schedule through its own link.
+
+Every attempt is an invoke followed by `ok` (with the entry id), `fail` (the command
+surely did not run: the connection could not be made) or `info` (unknown: a timeout or
+a connection lost after sending). The retrying producer schedules retry k at
+backoff*2^(k-1) after the first attempt while later events keep going out (async retry).
+An event with a `barrier` waits until those streams are fully acked (drain-then-switch).
+"""
+from __future__ import annotations
+
+import heapq
+import time
+from typing import Any
+
+import redis
+
+from chaos.strategies.delivery.base import GROUP
+from chaos.strategies.part import build
+from chaos.strategies.producers import PRODUCERS
+from chaos.workload.env import WorkerEnv
+from chaos.workload.events import Event
+
+
+def _sent_nothing(exc: Exception) -> bool:
+    """redis-py says 'connecting' when the connection never came up (nothing was sent)."""
+    return isinstance(exc, redis.ConnectionError) and "connecting" in str(exc).lower()
+
+
+class Publisher:
+    def __init__(self, env: WorkerEnv, part: Any) -> None:
+        self.env, self.part = env, part
+        self.r = env.redis(timeout_ms=part.timeout_ms)
+        self.barriers_passed: set[str] = set()
+        self.fields = Event.fields
+        encoder = env.spec.get("encoder")
+        if encoder:  # a black-box run publishes in the user's library format (chaos/blackbox)
+            from chaos.blackbox.config import EncoderSpec
+            from chaos.blackbox.encoders import encoder_for
+            self.fields = encoder_for(EncoderSpec(**encoder))
+
+    def publish(self, ev: Event, attempt: int) -> bool:
+        env = self.env
+        env.failpoints.hit("before_publish", **ev.op_fields())
+        env.op("invoke", "publish", **ev.op_fields(), stream=ev.stream, value={"attempt": attempt})
+        try:
+            entry_id = self.r.xadd(ev.stream, self.fields(ev))
+            value: dict[str, Any] = {"attempt": attempt}
+            if self.part.wait_replicas:
+                value["replicas"] = int(self.r.execute_command(
+                    "WAIT", self.part.wait_replicas, max(1, round(env.scaled_ms(self.part.wait_ms)))))
+                value["wait_for"] = self.part.wait_replicas
+        except (redis.ConnectionError, redis.TimeoutError, OSError) as exc:
+            kind = "fail" if _sent_nothing(exc) else "info"
+            env.op(kind, "publish", **ev.op_fields(), stream=ev.stream,
+                   value={"attempt": attempt, "error": f"{type(exc).__name__}: {exc}"})
+            self._reset()
+            return False
+        if self.part.wait_replicas and value["replicas"] < self.part.wait_replicas:
+            # applied on the primary, not confirmed by the replicas: a failover may lose it
+            env.op("info", "publish", **ev.op_fields(), stream=ev.stream, entry_id=entry_id,
+                   value={**value, "error": "WAIT: not confirmed by the replicas"})
+            return True
+        env.op("ok", "publish", **ev.op_fields(), stream=ev.stream, entry_id=entry_id, value=value)
+        return True
+
+    def connect(self) -> None:
+        """Open the connection before the schedule starts, so a reply-only blip armed for the first
+        XADD does not eat the handshake; a link already broken here is the first XADD's problem."""
+        try:
+            self.r.ping()
+        except (redis.ConnectionError, redis.TimeoutError, OSError) as exc:
+            self.env.op("info", "log", value={"connect": "failed", "error": f"{type(exc).__name__}: {exc}"})
+            self._reset()
+
+    def _reset(self) -> None:
+        try:
+            self.r.connection_pool.disconnect()
+        except Exception:  # noqa: BLE001 - the link is broken already
+            pass
+
+    def wait_barrier(self, barrier: str) -> None:
+        """Block until every stream in `barrier` has nothing undelivered and nothing pending."""
+        if not barrier or barrier in self.barriers_passed:
+            return
+        env = self.env
+        env.op("info", "log", value={"barrier": barrier, "phase": "wait"})
+        streams = barrier.split(",")
+        while not env.stopping:
+            try:
+                if all(_drained(self.r, s) for s in streams):
+                    break
+            except (redis.ConnectionError, redis.TimeoutError):
+                self._reset()
+            env.sleep_ms(10)
+        env.op("info", "log", value={"barrier": barrier, "phase": "passed"})
+        self.barriers_passed.add(barrier)
+
+
+def _drained(r: redis.Redis, stream: str) -> bool:
+    groups = {g["name"]: g for g in r.xinfo_groups(stream)}
+    group = groups.get(GROUP)
+    if group is None:
+        return r.xlen(stream) == 0
+    if group["pending"]:
+        return False
+    last = r.xrevrange(stream, count=1)
+    return not last or last[0][0] == group["last-delivered-id"]
+
+
+def main(env: WorkerEnv) -> int:
+    part = build(PRODUCERS, env.spec["producer"])
+    publisher = Publisher(env, part)
+    publisher.connect()
+    env.await_start()
+    delays = part.retry_delays_ms()
+    queue: list[tuple[float, int, int, float, Event]] = []  # (due offset ms, seq, attempt, first ms, event)
+    for seq, data in enumerate(env.spec["events"]):
+        ev = Event.from_dict(data)
+        heapq.heappush(queue, (ev.at_ms, seq, 1, ev.at_ms, ev))
+    seq = len(queue)
+    while queue and not env.stopping:
+        due, _, attempt, first, ev = heapq.heappop(queue)
+        env.sleep_until(due)
+        publisher.wait_barrier(ev.barrier)
+        if not publisher.publish(ev, attempt) and attempt <= len(delays):
+            seq += 1
+            heapq.heappush(queue, (first + delays[attempt - 1], seq, attempt + 1, first, ev))
+    env.op("info", "log", value={"producer": "done", "at": time.monotonic()})
+    return 0

@@ -1,0 +1,62 @@
+"""The consumer side's tables, and the fast per-run reset (truncate + flush, not a new database).
+
+* `orders`: the state a consumer maintains (status, version) per order id; the checker
+  compares it with the highest published business version.
+* `projection`: an effect counter per key, bumped in the same transaction as the state
+  write, so double-applied events show up as drift.
+* `inbox`: processed event ids, for the inbox guard.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import psycopg
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS orders (id text PRIMARY KEY, status text NOT NULL, version bigint NOT NULL);
+CREATE TABLE IF NOT EXISTS projection (key text PRIMARY KEY, count integer NOT NULL DEFAULT 0);
+CREATE TABLE IF NOT EXISTS inbox (event_id text PRIMARY KEY, seen_at timestamptz NOT NULL DEFAULT clock_timestamp());
+"""
+INITIAL_STATUS = "new"
+
+
+def ensure_schema(conn: psycopg.Connection) -> None:
+    """Create the tables if missing (idempotent; the cluster hands out an empty database)."""
+    conn.execute(SCHEMA)
+
+
+def truncate_all(conn: psycopg.Connection) -> None:
+    """Empty every table in schema public, including other parts' tables (outbox)."""
+    tables = [r[0] for r in conn.execute(
+        "SELECT quote_ident(tablename) FROM pg_tables WHERE schemaname = 'public'").fetchall()]
+    if tables:
+        conn.execute(f"TRUNCATE {', '.join(tables)} RESTART IDENTITY")
+
+
+def seed_rows(conn: psycopg.Connection, keys: Iterable[str]) -> None:
+    """One `orders` row (status new, version 0) and one projection row per key."""
+    keys = sorted(set(keys))
+    with conn.cursor() as cur:
+        cur.execute("INSERT INTO orders (id, status, version) SELECT k, %s, 0 FROM unnest(%s::text[]) AS k",
+                    (INITIAL_STATUS, keys))
+        cur.execute("INSERT INTO projection (key, count) SELECT k, 0 FROM unnest(%s::text[]) AS k", (keys,))
+
+
+def read_rows(conn: psycopg.Connection) -> dict[str, dict]:
+    return {k: {"status": s, "version": v} for k, s, v in conn.execute("SELECT id, status, version FROM orders")}
+
+
+def read_projection(conn: psycopg.Connection) -> dict[str, int]:
+    return dict(conn.execute("SELECT key, count FROM projection").fetchall())
+
+
+def read_outbox(conn: psycopg.Connection) -> list[dict]:
+    """Outbox rows if the outbox workload made its table (its schema belongs to chaos.workload.outbox)."""
+    exists = conn.execute("SELECT to_regclass('public.outbox') IS NOT NULL").fetchone()[0]
+    if not exists:
+        return []
+    cols = {r[0] for r in conn.execute(
+        "SELECT column_name FROM information_schema.columns WHERE table_name = 'outbox'")}
+    published = "published_at IS NOT NULL" if "published_at" in cols else "published"
+    rows = conn.execute(f"SELECT id, event_id, key, version, {published} FROM outbox ORDER BY id").fetchall()
+    return [{"id": i, "event_id": e, "key": k, "version": v, "published": bool(p)} for i, e, k, v, p in rows]

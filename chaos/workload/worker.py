@@ -1,0 +1,39 @@
+"""The worker process entry point: a spec in, a role's main loop run, an exit code out.
+
+Roles are one line each in ROLES; a role's `main(env) -> int` gets a WorkerEnv built
+from the spec (history, links, scale, failpoints). Started by the fork server; also
+runnable alone for debugging: `python -m chaos.workload.worker spec.json`.
+"""
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any, Callable
+
+from chaos.workload import consumer, dispatcher, fanout, outbox, producer
+from chaos.workload.env import WorkerEnv
+
+ROLES: dict[str, Callable[[WorkerEnv], int]] = {
+    "producer": producer.main,
+    "consumer": consumer.main,
+    "reader": fanout.main,
+    "outbox-producer": outbox.producer_main,
+    "dispatcher": dispatcher.main,
+}
+
+
+def run(spec: dict[str, Any]) -> int:
+    role = ROLES.get(spec.get("role", ""))
+    if role is None:
+        raise ValueError(f"unknown worker role {spec.get('role')!r}; roles are: {', '.join(ROLES)}")
+    env = WorkerEnv(spec)
+    env.op("info", "log", value={"started": spec["role"]})
+    try:
+        return role(env)
+    finally:
+        env.close()
+
+
+if __name__ == "__main__":
+    with open(sys.argv[1]) as fh:
+        sys.exit(run(json.load(fh)))

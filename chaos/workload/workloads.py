@@ -1,0 +1,119 @@
+"""Workloads: which events are published, by which producer process, when, at what cost.
+
+* `pair`: the reference's order #42, `created` v=1 costing 800 ms then `paid` v=2
+  costing 50 ms; with `payment_service` the `paid` event comes from a second producer
+  process on its own link (the publish-blip model: order service and payment service).
+* `many-orders`: K orders with E events each, per-key order kept, keys interleaved by seed.
+* `bulk`: N independent jobs (one key each), optional poison every k-th job.
+
+A new workload is one class here plus one line in WORKLOADS.
+"""
+from __future__ import annotations
+
+import random
+from typing import ClassVar
+
+from chaos.cli import BadArguments
+from chaos.strategies.params import Param
+from chaos.strategies.part import Part
+from chaos.workload.events import Event
+
+ETYPES = ("created", "paid", "shipped", "delivered", "closed")
+
+
+class Workload(Part):
+    """Makes the run's intended events (before routing)."""
+
+    slot: ClassVar[str] = "workload"
+
+    def make_events(self, rng: random.Random) -> list[Event]:
+        raise NotImplementedError
+
+    def ordered_keys(self) -> bool:
+        """Whether per-key order matters (bulk jobs are independent)."""
+        return True
+
+
+def _resent(events: list[Event], resend: int, gap_ms: float = 1.0) -> list[Event]:
+    """Each event published again `resend` times with the same event_id (a relay resending)."""
+    out = list(events)
+    for n in range(1, resend + 1):
+        out += [Event(**{**e.to_dict(), "at_ms": e.at_ms + n * gap_ms}) for e in events]
+    return out
+
+
+class Pair(Workload):
+    name = "pair"
+    summary = "order #42: created v=1 (800 ms) then paid v=2 (50 ms)"
+    params = {
+        "key": Param(str, "42", "the order id"),
+        "created_ms": Param(float, 800.0, "cost of handling `created`", min=0),
+        "paid_ms": Param(float, 50.0, "cost of handling `paid`", min=0),
+        "paid_at_ms": Param(float, 0.0, "when `paid` is published, after the run starts", min=0),
+        "payment_service": Param(bool, False, "publish `paid` from a second producer process P-payment"),
+        "resend": Param(int, 0, "publish every event this many extra times with the same event_id", min=0),
+    }
+
+    def make_events(self, rng: random.Random) -> list[Event]:
+        k = self.key
+        paid_by = "P-payment" if self.payment_service else "P-order"
+        base = [Event(f"e{k}-1", k, "created", 1, self.created_ms, 0.0, "P-order"),
+                Event(f"e{k}-2", k, "paid", 2, self.paid_ms, self.paid_at_ms, paid_by)]
+        return _resent(base, self.resend)
+
+
+class ManyOrders(Workload):
+    name = "many-orders"
+    summary = "K orders x E events (created, paid, shipped, ...), keys interleaved by seed"
+    params = {
+        "keys": Param(int, 200, "number of orders", min=1),
+        "events": Param(int, 3, f"events per order (at most {len(ETYPES)})", min=1, max=len(ETYPES)),
+        "cost_ms": Param(float, 5.0, "cost of handling one event", min=0),
+        "jitter_ms": Param(float, 0.0, "extra random cost, uniform in [0, jitter_ms]", min=0),
+        "gap_ms": Param(float, 0.0, "time between two publishes (0 = as fast as possible)", min=0),
+        "resend": Param(int, 0, "publish every event this many extra times with the same event_id", min=0),
+    }
+
+    def make_events(self, rng: random.Random) -> list[Event]:
+        pending = {str(k): 1 for k in range(1, self.keys + 1)}
+        out: list[Event] = []
+        while pending:
+            key = rng.choice(list(pending))  # dict order is insertion order: seeded and stable
+            v = pending[key]
+            cost = self.cost_ms + (rng.uniform(0, self.jitter_ms) if self.jitter_ms else 0.0)
+            out.append(Event(f"e{key}-{v}", key, ETYPES[v - 1], v, round(cost, 3), len(out) * self.gap_ms))
+            if v == self.events:
+                del pending[key]
+            else:
+                pending[key] = v + 1
+        return _resent(out, self.resend)
+
+
+class Bulk(Workload):
+    name = "bulk"
+    summary = "N independent jobs, one key each; optional poison job every k-th"
+    params = {
+        "jobs": Param(int, 2000, "number of jobs", min=1),
+        "cost_ms": Param(float, 5.0, "cost of one job", min=0),
+        "poison_every": Param(int, 0, "every k-th job always fails (0 = none)", min=0),
+    }
+
+    def validate(self) -> None:
+        if self.poison_every and self.poison_every > self.jobs:
+            raise BadArguments(f"workload bulk: poison_every={self.poison_every} > jobs={self.jobs}: "
+                               "no job would be poison; lower poison_every or raise jobs")
+
+    def make_events(self, rng: random.Random) -> list[Event]:
+        k = self.poison_every
+        return [Event(f"ej{n}-1", f"j{n}", "done", 1, self.cost_ms, 0.0, "P-order",
+                      poison=bool(k) and n % k == 0) for n in range(1, self.jobs + 1)]
+
+    def ordered_keys(self) -> bool:
+        return False
+
+
+WORKLOADS: dict[str, type[Workload]] = {
+    "pair": Pair,
+    "many-orders": ManyOrders,
+    "bulk": Bulk,
+}

@@ -1,0 +1,1 @@
+"""Real consumers written with job libraries, tested as black boxes (docs/blackbox.md)."""

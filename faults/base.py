@@ -1,0 +1,505 @@
+"""The fault plugin interface: parameters, the context a fault acts through, and helpers.
+
+A fault is armed before the workload starts, fires at a failpoint or at a time from
+its own thread, and heals. Everything random in a fault comes from ``ctx.rng`` (the
+run's seed), so a run replays exactly; every duration goes through ``ctx.scale``.
+"""
+from __future__ import annotations
+
+import signal
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, ClassVar, Iterable, Protocol, runtime_checkable
+
+from chaos.cli import BadArguments
+
+# ---------------------------------------------------------------------------
+# Parameters
+# ---------------------------------------------------------------------------
+
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off"}
+
+
+@dataclass(frozen=True)
+class Param:
+    """One declared fault parameter: its type, default, allowed values and a one-line help.
+
+    Names ending in ``_ms`` are durations in milliseconds (scaled by ``--time-scale``
+    when the fault acts, never here).
+    """
+
+    name: str
+    default: Any
+    help: str
+    kind: type = str
+    choices: tuple[Any, ...] = ()
+    minimum: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.name.endswith("_ms") and self.kind is str:
+            object.__setattr__(self, "kind", int)
+        if self.name.endswith("_ms") and self.minimum is None:
+            object.__setattr__(self, "minimum", 0)
+
+    def convert(self, fault: str, raw: Any) -> Any:
+        """Turn a raw value (a string from the command line, or a Python value) into ``kind``."""
+        value = raw
+        try:
+            if self.kind is bool:
+                if isinstance(raw, bool):
+                    value = raw
+                elif str(raw).strip().lower() in _TRUE:
+                    value = True
+                elif str(raw).strip().lower() in _FALSE:
+                    value = False
+                else:
+                    raise ValueError(raw)
+            elif self.kind is int:
+                if isinstance(raw, bool):
+                    raise ValueError(raw)
+                if isinstance(raw, float) and not raw.is_integer():
+                    raise ValueError(raw)
+                value = int(str(raw).strip()) if not isinstance(raw, (int, float)) else int(raw)
+            elif self.kind is float:
+                value = float(raw)
+            else:
+                value = str(raw).strip()
+        except (TypeError, ValueError):
+            unit = " (milliseconds)" if self.name.endswith("_ms") else ""
+            raise BadArguments(
+                f"fault {fault!r}: parameter {self.name}={raw!r} is not a valid "
+                f"{self.kind.__name__}{unit}; give e.g. {self.name}={self.default}"
+            ) from None
+        if self.choices and value not in self.choices:
+            raise BadArguments(
+                f"fault {fault!r}: parameter {self.name}={value!r} is not one of "
+                f"{', '.join(map(str, self.choices))}"
+            )
+        if self.minimum is not None and isinstance(value, (int, float)) and value < self.minimum:
+            raise BadArguments(
+                f"fault {fault!r}: parameter {self.name}={value} must be >= {self.minimum}"
+            )
+        return value
+
+    def describe(self) -> str:
+        """One line for ``python -m chaos describe``."""
+        choice = f" (one of {'|'.join(map(str, self.choices))})" if self.choices else ""
+        return f"{self.name + '=' + _fmt(self.default):<26} {self.help}{choice}"
+
+
+def parse_spec(spec: str) -> tuple[str, dict[str, str]]:
+    """Split ``"name:k=v,k2=v2"`` into the name and its raw parameters (strings).
+
+    Only the syntax is checked here; the fault class checks names and values.
+    """
+    if not isinstance(spec, str) or not spec.strip():
+        raise BadArguments("empty fault spec; give NAME[:k=v,...], e.g. promote-replica:hold_ms=300")
+    name, _, rest = spec.strip().partition(":")
+    name = name.strip()
+    if not name:
+        raise BadArguments(f"fault spec {spec!r} has no name; give NAME[:k=v,...]")
+    params: dict[str, str] = {}
+    if rest.strip():
+        for part in rest.split(","):
+            part = part.strip()
+            if not part:
+                continue
+            key, eq, value = part.partition("=")
+            key = key.strip()
+            if not eq or not key:
+                raise BadArguments(
+                    f"fault {name!r}: {part!r} is not k=v; write e.g. {name}:at_ms=500,hold_ms=300"
+                )
+            if key in params:
+                raise BadArguments(f"fault {name!r}: parameter {key} is given twice")
+            params[key] = value.strip()
+    return name, params
+
+
+# ---------------------------------------------------------------------------
+# What a fault acts through (implemented by the orchestrator, chaos/run.py)
+# ---------------------------------------------------------------------------
+
+
+@runtime_checkable
+class WorkerHandle(Protocol):
+    """A running worker process as the orchestrator sees it."""
+
+    name: str
+    pid: int
+    links: Any  # chaos.cluster.WorkerLinks
+
+    def kill(self, sig: int) -> None: ...
+
+    def alive(self) -> bool: ...
+
+
+@runtime_checkable
+class FaultContext(Protocol):
+    """What a fault may touch during a run (docs/INTERFACES.md section 7)."""
+
+    cluster: Any  # chaos.cluster.Cluster
+    rng: Any  # random.Random seeded from the run's seed
+    stop_event: threading.Event
+
+    def scale(self, ms: float) -> float: ...
+
+    def sleep(self, ms: float) -> bool: ...
+
+    def workers(self, role: str) -> list[WorkerHandle]: ...
+
+    def wait_failpoint(self, name: str, timeout_ms: float) -> tuple[WorkerHandle, dict]: ...
+
+    def resume(self, worker: WorkerHandle) -> None: ...
+
+    def record(self, phase: str, **value: Any) -> None: ...
+
+
+@dataclass
+class Plan:
+    """What a run will start, for checking a fault against it before anything starts.
+
+    ``roles`` maps a role (``consumer``, ``producer``...) to its process names and
+    ``failpoints`` maps a role to the failpoint names its workers carry.
+    """
+
+    roles: dict[str, list[str]] = field(default_factory=dict)
+    failpoints: dict[str, set[str]] = field(default_factory=dict)
+    links: set[str] = field(default_factory=lambda: {"redis", "replica", "postgres", "replication"})
+
+
+class FaultError(RuntimeError):
+    """A fault could not act or could not heal: the run's verdict is unknown and the
+    test errors (the cluster is rebuilt for the next test)."""
+
+
+# ---------------------------------------------------------------------------
+# The base class
+# ---------------------------------------------------------------------------
+
+
+class Fault:
+    """Base of every fault plugin: declared parameters, optional failpoints, run, heal.
+
+    Subclasses set ``name``, ``description`` and ``params`` and override what they need.
+    Parameter values are attributes of the instance (``self.hold_ms``).
+    """
+
+    name: ClassVar[str] = ""
+    description: ClassVar[str] = ""
+    params: ClassVar[tuple[Param, ...]] = ()
+
+    def __init__(self, **params: Any) -> None:
+        declared = {p.name: p for p in self.params}
+        unknown = sorted(set(params) - set(declared))
+        if unknown:
+            valid = ", ".join(declared) or "none"
+            raise BadArguments(
+                f"fault {self.name!r} has no parameter {', '.join(unknown)}; valid parameters: {valid}"
+                f" (see: python -m chaos describe {self.name})"
+            )
+        self.values: dict[str, Any] = {}
+        for p in self.params:
+            value = p.convert(self.name, params[p.name]) if p.name in params else p.default
+            self.values[p.name] = value
+            setattr(self, p.name, value)
+        self.given = dict(params)
+        self.validate()
+
+    # -- hooks a subclass overrides -------------------------------------------------
+    def validate(self) -> None:
+        """Check combinations of parameters; raise BadArguments naming the fix."""
+
+    def check(self, plan: Plan) -> None:
+        """Check the fault against what the run starts (roles, failpoints, links)."""
+        from chaos.workload import failpoints as worker_failpoints
+
+        for role, points in self.failpoints().items():
+            try:
+                worker_failpoints.validate(points)
+            except ValueError as exc:
+                raise BadArguments(f"fault {self.name!r}: the workers cannot arm its failpoint: {exc}") from None
+            known = _role_of(plan, role)
+            if known is None:
+                raise BadArguments(
+                    f"fault {self.name!r} targets {role!r} but this run has no such role or worker; "
+                    f"it has: {', '.join(_targets(plan)) or 'none'}"
+                )
+            have = plan.failpoints.get(known)
+            if have is not None:
+                missing = sorted(set(points) - set(have))
+                if missing:
+                    raise BadArguments(
+                        f"fault {self.name!r}: no {known} worker has failpoint {', '.join(missing)}; "
+                        f"its failpoints are: {', '.join(sorted(have)) or 'none'}"
+                    )
+
+    def failpoints(self) -> dict[str, dict[str, dict]]:
+        """Role or process name -> {failpoint: {"action": ..., ...}} to put in worker specs."""
+        return {}
+
+    def arm(self, ctx: FaultContext) -> None:
+        """Called before the workload starts (e.g. a toxic that must be there at t=0)."""
+
+    def run(self, ctx: FaultContext) -> None:
+        """Fire: runs in its own thread during the workload."""
+
+    def heal(self, ctx: FaultContext) -> None:
+        """Always called, also when run raised: must leave the cluster usable."""
+
+    # -- description ------------------------------------------------------------------
+    @property
+    def spec(self) -> str:
+        """The canonical ``name:k=v,...`` of the parameters that differ from the defaults."""
+        parts = [f"{p.name}={_fmt(self.values[p.name])}" for p in self.params if self.values[p.name] != p.default]
+        return self.name + (":" + ",".join(parts) if parts else "")
+
+    def __repr__(self) -> str:
+        return f"<fault {self.spec}>"
+
+    @classmethod
+    def describe(cls) -> str:
+        """The text ``python -m chaos describe <fault>`` prints."""
+        lines = [f"{cls.name}: {cls.description}", "parameters:" if cls.params else "parameters: none"]
+        lines += [f"  {p.describe()}" for p in cls.params]
+        return "\n".join(lines)
+
+    @classmethod
+    def summary(cls) -> dict[str, Any]:
+        """A JSON-able description (for ``list --json``)."""
+        return {
+            "name": cls.name,
+            "description": cls.description,
+            "params": {p.name: {"default": p.default, "help": p.help, "type": p.kind.__name__,
+                                **({"choices": list(p.choices)} if p.choices else {})} for p in cls.params},
+        }
+
+
+def _fmt(value: Any) -> str:
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def _targets(plan: Plan) -> list[str]:
+    names = list(plan.roles)
+    for procs in plan.roles.values():
+        names += [p for p in procs if p not in names]
+    return names
+
+
+def _role_of(plan: Plan, target: str) -> str | None:
+    """The role a target names: the role itself, or the role of the process it names."""
+    if not plan.roles:
+        return target  # nothing to check against
+    if target in plan.roles:
+        return target
+    for role, procs in plan.roles.items():
+        if target in procs:
+            return role
+    return None
+
+
+# ---------------------------------------------------------------------------
+# Helpers shared by fault modules
+# ---------------------------------------------------------------------------
+
+
+def pick_worker(ctx: FaultContext, role: str, target: str = "") -> WorkerHandle:
+    """The worker a fault acts on: by name if ``target`` is set, else one drawn from ctx.rng."""
+    workers = [w for w in ctx.workers(role) if w.alive()]
+    if target:
+        named = [w for w in workers if w.name == target]
+        if not named:
+            raise FaultError(f"no live {role} worker named {target!r}; live: {[w.name for w in workers]}")
+        return named[0]
+    if not workers:
+        raise FaultError(f"no live {role} worker to act on")
+    return workers[ctx.rng.randrange(len(workers))]
+
+
+def proxy_for(ctx: FaultContext, link: str, target: str = "") -> list[str]:
+    """Proxy names for a link: a shared link (``redis``, ``replication``...) when target is
+    empty or ``shared``; the link of one worker process (by name or role) otherwise."""
+    cluster = ctx.cluster
+    if not target or target == "shared":
+        if link not in cluster.links:
+            raise FaultError(f"the topology has no shared link {link!r}; it has {sorted(cluster.links)}")
+        return [cluster.links[link]]
+    names: list[str] = []
+    try:
+        handles = list(ctx.workers(target))
+    except Exception:  # noqa: BLE001 - an unknown role: treat target as a process name
+        handles = []
+    procs = [w.name for w in handles] or [target]
+    for proc in procs:
+        links = cluster.worker_links(proc)
+        if link not in links.proxies:
+            raise FaultError(f"worker {proc!r} has no {link!r} link; it has {sorted(links.proxies)}")
+        names.append(links.proxies[link])
+    return names
+
+
+def check_link_target(fault: str, link: str, target: str) -> None:
+    """A worker has its own redis, replica and postgres links; replication is the replica's."""
+    if link == "replication" and target and target != "shared":
+        raise BadArguments(f"fault {fault!r}: workers have no replication link (it is the replica's "
+                           f"link to the primary); drop target={target} or pick link=redis|replica|postgres")
+
+
+def wait_until(predicate: Callable[[], bool], timeout_s: float, interval_s: float = 0.005) -> bool:
+    """Poll ``predicate`` until it is true or ``timeout_s`` passes; return its last value."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        if predicate():
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(interval_s)
+
+
+def signal_number(name: str) -> int:
+    """``KILL`` / ``SIGKILL`` / ``9`` -> 9."""
+    text = str(name).upper()
+    if text.isdigit():
+        return int(text)
+    return int(getattr(signal, text if text.startswith("SIG") else "SIG" + text))
+
+
+LINKS = ("redis", "replica", "postgres", "replication")
+SIGNALS = ("KILL", "TERM", "INT", "STOP", "CONT", "QUIT")
+
+
+class ToxicSet:
+    """Toxics a fault added, so heal removes exactly those (and re-enables what it disabled)."""
+
+    def __init__(self, api: Any) -> None:
+        self.api = api
+        self.toxics: list[tuple[str, str]] = []
+        self.disabled: list[str] = []
+        self.lock = threading.Lock()
+
+    def add(self, proxy: str, type: str, *, stream: str = "downstream", name: str | None = None,
+            toxicity: float = 1.0, **attributes: Any) -> str:
+        name = name or f"chaos-{type}-{stream}"
+        self.api.add_toxic(proxy, type, stream=stream, name=name, toxicity=toxicity, **attributes)
+        with self.lock:
+            self.toxics.append((proxy, name))
+        return name
+
+    def disable(self, proxy: str) -> None:
+        self.api.update_proxy(proxy, enabled=False)
+        with self.lock:
+            self.disabled.append(proxy)
+
+    def remove_all(self) -> list[str]:
+        """Remove every toxic and re-enable every proxy; return the errors (empty = healed)."""
+        errors: list[str] = []
+        with self.lock:
+            toxics, self.toxics = self.toxics, []
+            disabled, self.disabled = self.disabled, []
+        for proxy, name in toxics:
+            try:
+                self.api.remove_toxic(proxy, name)
+            except Exception as exc:  # noqa: BLE001 - report, keep healing the rest
+                if getattr(exc, "status", None) != 404:
+                    errors.append(f"remove toxic {name} on {proxy}: {exc}")
+        for proxy in disabled:
+            try:
+                self.api.update_proxy(proxy, enabled=True)
+            except Exception as exc:  # noqa: BLE001
+                errors.append(f"re-enable proxy {proxy}: {exc}")
+        return errors
+
+
+def raise_if(errors: Iterable[str], fault: str) -> None:
+    """Make heal failures loud: the test errors and the cluster gets rebuilt."""
+    errors = list(errors)
+    if errors:
+        raise FaultError(f"fault {fault!r} did not heal: " + "; ".join(errors))
+
+
+def process_alive(pid: int) -> bool:
+    """True while ``pid`` exists and is not a zombie."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (FileNotFoundError, ProcessLookupError, IndexError):
+        return False
+
+
+__all__ = [
+    "Fault", "FaultContext", "FaultError", "Param", "Plan", "ToxicSet", "WorkerHandle",
+    "parse_spec", "pick_worker", "proxy_for", "raise_if", "signal_number", "wait_until",
+    "process_alive", "SIGNALS", "LINKS", "WindowFault",
+]
+
+
+# ---------------------------------------------------------------------------
+# A fault that acts for a window of time (toxics, signals)
+# ---------------------------------------------------------------------------
+
+WINDOW_PARAMS = (
+    Param("at_ms", 0, "when the fault starts, from the start of the workload"),
+    Param("duration_ms", 1000, "how long it lasts before it heals by itself"),
+)
+
+
+class WindowFault(Fault):
+    """A fault that starts at ``at_ms`` and heals after ``duration_ms``.
+
+    Subclasses implement ``start`` (and ``stop`` if removing toxics is not enough);
+    toxics added through ``self.toxics`` are removed at the end and in ``heal``.
+    A fault with ``at_ms=0`` starts in ``arm``, so it is in place before the first op.
+    """
+
+    at_ms: int
+    duration_ms: int
+
+    def start(self, ctx: FaultContext) -> dict[str, Any]:
+        """Inflict the fault; return what to record in the history."""
+        raise NotImplementedError
+
+    def stop(self, ctx: FaultContext) -> list[str]:
+        """Undo ``start``; return errors (empty = healed)."""
+        return self.toxics.remove_all()
+
+    def arm(self, ctx: FaultContext) -> None:
+        self.armed_for = id(ctx)
+        self.toxics = ToxicSet(getattr(ctx.cluster, "api", None))
+        self.started = self.stopped = False
+        if self.starts_at_arm():
+            self._start(ctx)
+
+    def starts_at_arm(self) -> bool:
+        """Whether the fault is in place before the workload's first op."""
+        return self.at_ms == 0
+
+    def _start(self, ctx: FaultContext) -> None:
+        self.started_at = time.monotonic()
+        info = self.start(ctx)
+        self.started = True
+        ctx.record("start", name=self.name, spec=self.spec, **(info or {}))
+
+    def run(self, ctx: FaultContext) -> None:
+        if getattr(self, "armed_for", None) != id(ctx):  # an orchestrator that does not arm
+            self.arm(ctx)
+        if not self.started:
+            ctx.sleep(self.at_ms)
+            self._start(ctx)
+        left_s = ctx.scale(self.duration_ms) - (time.monotonic() - self.started_at)
+        if left_s > 0:
+            time.sleep(left_s)
+        self._stop(ctx)
+
+    def _stop(self, ctx: FaultContext) -> None:
+        if self.started and not self.stopped:
+            self.stopped = True
+            errors = self.stop(ctx)
+            ctx.record("stop", name=self.name, healed=not errors, errors=errors)
+            raise_if(errors, self.name)
+
+    def heal(self, ctx: FaultContext) -> None:
+        if getattr(self, "armed_for", None) == id(ctx):
+            self._stop(ctx)
+            raise_if(self.toxics.remove_all(), self.name)

@@ -1,0 +1,9 @@
+"""none: no fault; the cell measures the strategy on its own."""
+from __future__ import annotations
+
+from faults.base import Fault
+
+
+class NoFault(Fault):
+    name = "none"
+    description = "no fault: the workload runs undisturbed"

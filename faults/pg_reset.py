@@ -1,0 +1,75 @@
+"""pg-reset: the PostgreSQL link closes mid-transaction.
+
+The consumer stops itself at a failpoint inside its transaction (``before_commit``), a
+reset_peer toxic goes on its own PostgreSQL link, and it resumes. ``stream=both``: the
+COMMIT is dropped and the link closed, the transaction rolls back, the entry stays
+un-acked and is delivered again. ``stream=downstream``: the COMMIT reaches PostgreSQL
+and commits, only the reply is lost: the consumer cannot know, does not ack, and the
+redelivered copy is applied twice unless the guard (``inbox``) remembers it.
+"""
+from __future__ import annotations
+
+import time
+
+from faults.base import Fault, FaultContext, Param, ToxicSet, pick_worker, proxy_for, raise_if
+
+
+class PgReset(Fault):
+    name = "pg-reset"
+    description = "close a consumer's PostgreSQL connection mid-transaction (reset_peer on its link)"
+    params = (
+        Param("at", "before_commit", "the failpoint inside the transaction, or time",
+              choices=("before_commit", "before_apply", "after_apply_before_ack", "time")),
+        Param("at_ms", 300, "for at=time: when the toxic goes on"),
+        Param("duration_ms", 200, "how long the link stays reset"),
+        Param("stream", "both", "both: the COMMIT never reaches PostgreSQL (rollback); downstream: "
+              "it commits and only the reply is lost (outcome unknown to the consumer)",
+              choices=("both", "downstream")),
+        Param("target", "C1", "the consumer process"),
+        Param("role", "consumer", "its role"),
+        Param("wait_ms", 30000, "for a failpoint: how long to wait for it (unscaled)"),
+    )
+
+    def failpoints(self) -> dict[str, dict[str, dict]]:
+        if self.at == "time":
+            return {}
+        return {self.target: {self.at: {"action": "signal", "count": 1}}}
+
+    def arm(self, ctx: FaultContext) -> None:
+        self.armed_for = id(ctx)
+        self.toxics = ToxicSet(ctx.cluster.api)
+        self.held = None
+
+    def run(self, ctx: FaultContext) -> None:
+        if getattr(self, "armed_for", None) != id(ctx):
+            self.arm(ctx)
+        if self.at == "time":
+            ctx.sleep(self.at_ms)
+            worker = pick_worker(ctx, self.role, self.target)
+        else:
+            worker, _ = ctx.wait_failpoint(self.at, self.wait_ms)
+            self.held = worker
+        proxies = proxy_for(ctx, "postgres", worker.name)
+        streams = ("upstream", "downstream") if self.stream == "both" else ("downstream",)
+        for proxy in proxies:
+            for stream in streams:
+                self.toxics.add(proxy, "reset_peer", stream=stream, name=f"chaos-pgreset-{stream}", timeout=0)
+        ctx.record("start", name=self.name, spec=self.spec, worker=worker.name, proxies=proxies)
+        if self.held is not None:
+            ctx.resume(worker)
+            self.held = None
+        time.sleep(ctx.scale(self.duration_ms))
+        errors = self.toxics.remove_all()
+        ctx.record("stop", name=self.name, healed=not errors)
+        raise_if(errors, self.name)
+
+    def heal(self, ctx: FaultContext) -> None:
+        if getattr(self, "armed_for", None) != id(ctx):
+            return
+        errors = self.toxics.remove_all()
+        if self.held is not None:
+            try:
+                ctx.resume(self.held)
+            except Exception as exc:  # noqa: BLE001
+                errors.append(f"resume {self.held.name}: {exc}")
+        raise_if(errors, self.name)

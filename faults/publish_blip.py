@@ -1,0 +1,79 @@
+"""publish-blip: a real network fault on one producer's Redis link while it publishes.
+
+The reference: ``created`` and ``paid`` come from two producer processes (order service,
+payment service) on two links; the blip hits the order service's link so that
+``created`` fails at 0 and 500 ms and succeeds at 1000 ms, while ``paid`` goes through at
+300 ms. ``stream=upstream`` drops the request (Redis never sees the XADD);
+``stream=downstream`` drops only the reply: Redis applied the XADD, the producer saw an
+error (outcome unknown, ``info``) and retries, so the stream holds the entry twice.
+
+A toxic that is already there when the producer connects also eats the connection
+handshake's reply, so a reply-only blip starts at the producer's ``before_publish``
+failpoint (``at=before_publish``): the producer stops there, the toxic goes on, it resumes.
+"""
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from chaos.cli import BadArguments
+from faults.base import FaultContext, Param, WindowFault, proxy_for
+
+TOXICS = ("reset_peer", "timeout", "down")
+
+
+class PublishBlip(WindowFault):
+    name = "publish-blip"
+    description = "a reset_peer/timeout toxic or a disabled proxy on one producer's Redis link for a window"
+    params = (
+        Param("target", "P-order", "the producer process whose link is hit (P-order publishes `created`)"),
+        Param("toxic", "reset_peer", "what the link does: reset_peer (RST/FIN on the first chunk), "
+              "timeout (drop data, close when removed), down (proxy disabled)", choices=TOXICS),
+        Param("stream", "upstream", "upstream drops the request; downstream drops only the reply",
+              choices=("upstream", "downstream")),
+        Param("at", "time", "time (at at_ms) or before_publish (when the producer is about to publish)",
+              choices=("time", "before_publish")),
+        Param("at_ms", 0, "for at=time: when the blip starts, from the start of the workload"),
+        Param("duration_ms", 800, "how long it lasts (800: attempts at 0 and 500 ms fail, 1000 ms succeeds)"),
+        Param("timeout_ms", 0, "the toxic's own timeout attribute (reset_peer: delay before closing)"),
+        Param("wait_ms", 30000, "for at=before_publish: how long to wait for the failpoint (unscaled)"),
+    )
+
+    def validate(self) -> None:
+        if self.toxic == "down" and self.stream == "downstream":
+            raise BadArguments("fault 'publish-blip': toxic=down cuts both directions; "
+                               "for a lost reply use toxic=reset_peer,stream=downstream")
+
+    def failpoints(self) -> dict[str, dict[str, dict]]:
+        if self.at == "time":
+            return {}
+        return {self.target: {"before_publish": {"action": "signal", "count": 1}}}
+
+    def starts_at_arm(self) -> bool:
+        return self.at == "time" and self.at_ms == 0
+
+    def run(self, ctx: FaultContext) -> None:
+        if self.at == "time":
+            super().run(ctx)
+            return
+        if getattr(self, "armed_for", None) != id(ctx):
+            self.arm(ctx)
+        worker, _ = ctx.wait_failpoint("before_publish", self.wait_ms)
+        try:
+            self._start(ctx)
+        finally:
+            ctx.resume(worker)
+        left_s = ctx.scale(self.duration_ms) - (time.monotonic() - self.started_at)
+        if left_s > 0:
+            time.sleep(left_s)
+        self._stop(ctx)
+
+    def start(self, ctx: FaultContext) -> dict[str, Any]:
+        proxies = proxy_for(ctx, "redis", self.target)
+        for proxy in proxies:
+            if self.toxic == "down":
+                self.toxics.disable(proxy)
+            else:
+                self.toxics.add(proxy, self.toxic, stream=self.stream, name="chaos-blip",
+                                timeout=int(ctx.scale(self.timeout_ms) * 1000))
+        return {"proxies": proxies, "toxic": self.toxic, "stream": self.stream}

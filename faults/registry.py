@@ -1,0 +1,47 @@
+"""The fault registry: one line per fault, name -> "module:Class" (imported on use)."""
+from __future__ import annotations
+
+import importlib
+
+from chaos.cli import BadArguments
+from faults.base import Fault, parse_spec
+
+FAULTS: dict[str, str] = {
+    "none": "faults.none:NoFault",
+    "kill-consumer": "faults.kill_consumer:KillConsumer",
+    "publish-blip": "faults.publish_blip:PublishBlip",
+    "promote-replica": "faults.promote_replica:PromoteReplica",
+    "xautoclaim": "faults.xautoclaim:XAutoClaim",
+    "latency": "faults.latency:Latency",
+    "partition": "faults.partition:Partition",
+    "pause": "faults.pause:Pause",
+    "pg-reset": "faults.pg_reset:PgReset",
+    "sigterm": "faults.sigterm:SigTerm",
+    "redis-restart": "faults.redis_restart:RedisRestart",
+    "maxlen-trim": "faults.maxlen_trim:MaxlenTrim",
+    "poison": "faults.poison:Poison",
+    "kill-dispatcher": "faults.kill_dispatcher:KillDispatcher",
+    "nemesis": "faults.nemesis:Nemesis",
+}
+
+
+def fault_class(name: str) -> type[Fault]:
+    """The class registered under ``name``; an unknown name lists the valid ones."""
+    if name not in FAULTS:
+        raise BadArguments(f"unknown fault {name!r}; valid faults: {', '.join(FAULTS)}")
+    module, _, cls = FAULTS[name].partition(":")
+    return getattr(importlib.import_module(module), cls)
+
+
+def get_fault(spec: str) -> Fault:
+    """``"promote-replica:hold_ms=300"`` -> a validated fault instance (BadArguments if not)."""
+    name, params = parse_spec(spec)
+    return fault_class(name)(**params)
+
+
+def fault_names() -> list[str]:
+    return list(FAULTS)
+
+
+def describe_fault(name: str) -> str:
+    return fault_class(name).describe()

@@ -1,0 +1,99 @@
+"""xautoclaim: a consumer stalls with entries in its PEL; another claims them.
+
+The stalled consumer stops (SIGSTOP at its failpoint, or from outside at a time) for
+longer than the group's min-idle-time; a live consumer's XAUTOCLAIM takes its pending
+entries and applies them; then the stalled one resumes and writes late. With a plain
+UPDATE that late write is a stale overwrite; with CAS (s5) it matches 0 rows.
+
+With a role-wide failpoint (no ``target``) whichever consumer first reaches it stalls;
+later hits (the claimer reaching the same failpoint with the claimed entry) are resumed
+at once, so only one consumer stalls.
+"""
+from __future__ import annotations
+
+import signal
+import threading
+import time
+
+from faults.base import Fault, FaultContext, FaultError, Param, pick_worker, process_alive
+
+STALL_POINTS = ("time", "after_read", "before_apply", "before_lock", "after_apply_before_ack")
+
+
+class XAutoClaim(Fault):
+    name = "xautoclaim"
+    description = "stall a consumer holding pending entries past min-idle-time so another XAUTOCLAIMs them"
+    params = (
+        Param("at", "before_apply", "the failpoint where the consumer stops itself, or time (SIGSTOP from "
+              "outside at at_ms)", choices=STALL_POINTS),
+        Param("at_ms", 100, "for at=time: when the SIGSTOP is sent"),
+        Param("stall_ms", 1500, "how long it stays stopped (longer than the group's min-idle-time)"),
+        Param("target", "", "the consumer process that stalls (empty: whichever consumer of the role "
+              "reaches the failpoint first; for at=time one drawn from the run's seed)"),
+        Param("role", "consumer", "its role"),
+        Param("etype", "", "stall only on an event of this type (e.g. created); empty: the first event"),
+        Param("wait_ms", 30000, "for a failpoint: how long to wait for the worker to reach it (unscaled)"),
+    )
+
+    def failpoints(self) -> dict[str, dict[str, dict]]:
+        if self.at == "time":
+            return {}
+        point: dict = {"action": "signal", "count": 1}
+        if self.etype:
+            point["etype"] = self.etype
+        return {self.target or self.role: {self.at: point}}
+
+    def arm(self, ctx: FaultContext) -> None:
+        self.armed_for = id(ctx)
+        self.stopped = None
+        self.done = threading.Event()
+        self.passed: list[str] = []
+
+    def run(self, ctx: FaultContext) -> None:
+        if getattr(self, "armed_for", None) != id(ctx):
+            self.arm(ctx)
+        if self.at == "time":
+            ctx.sleep(self.at_ms)
+            worker = pick_worker(ctx, self.role, self.target)
+            worker.kill(signal.SIGSTOP)
+            info: dict = {}
+        else:
+            worker, info = ctx.wait_failpoint(self.at, self.wait_ms)
+            threading.Thread(target=self._pass_through, args=(ctx,), daemon=True,
+                             name="xautoclaim-pass").start()
+        self.stopped = worker
+        stopped_at = time.monotonic()
+        ctx.record("start", name=self.name, spec=self.spec, worker=worker.name, pid=worker.pid,
+                   failpoint=self.at, **({"entry_id": info.get("entry_id")} if info.get("entry_id") else {}))
+        ctx.sleep(self.stall_ms)
+        self._resume(ctx)
+        ctx.record("stop", name=self.name, worker=worker.name, stalled_s=round(time.monotonic() - stopped_at, 4),
+                   passed_through=list(self.passed))
+
+    def _pass_through(self, ctx: FaultContext) -> None:
+        """Resume at once any other consumer that reaches the failpoint (the claimer)."""
+        while not self.done.is_set() and not ctx.stop_event.is_set():
+            try:
+                other, _ = ctx.wait_failpoint(self.at, 200)
+            except Exception:  # noqa: BLE001 - a timeout: look again
+                continue
+            self.passed.append(other.name)
+            ctx.resume(other)
+
+    def _resume(self, ctx: FaultContext) -> None:
+        worker, self.stopped = self.stopped, None
+        if worker is None or not process_alive(worker.pid):
+            return
+        if self.at == "time":
+            worker.kill(signal.SIGCONT)
+        else:
+            ctx.resume(worker)
+
+    def heal(self, ctx: FaultContext) -> None:
+        if getattr(self, "armed_for", None) != id(ctx):
+            return
+        self.done.set()
+        try:
+            self._resume(ctx)
+        except Exception as exc:  # noqa: BLE001
+            raise FaultError(f"fault 'xautoclaim' could not resume the stalled consumer: {exc}") from exc

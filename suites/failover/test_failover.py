@@ -1,0 +1,93 @@
+"""Failover under asynchronous replication: promote-replica with replication held.
+
+Every cell really fails over (a run without a promotion fails the test), loses entries
+the old primary acknowledged, and delivers already processed entries again; the guard
+decides whether those copies corrupt the state. Cells: chaos/expectations/failover.py
+(one per preset that fits, so a new strategy adds its cell).
+"""
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+
+from chaos.expectations.failover import CELLS, FAULT, WAIT_CELL, prefetches, preset_cell
+from faults import suite
+
+PRESET_CELLS = [c for c in CELLS if c is not WAIT_CELL]
+
+
+def promoted_at(outcome: suite.CellRun, run: int) -> float:
+    """When the run's replica was promoted; fails the test if it never was."""
+    history = outcome.histories[run]
+    stops = [op for op in history if op["f"] == "fault" and op.get("value", {}).get("name") == FAULT
+             and op["value"].get("phase") == "stop"]
+    assert stops and stops[0]["value"].get("failed_over"), (
+        f"NO FAILOVER in run {run} of {outcome.cell.test_id}: fault ops {outcome.fault_ops(run)}; "
+        f"{outcome.figures()}")
+    return stops[0]["time"]
+
+
+def redeliveries_by_via(outcome: suite.CellRun, run: int) -> Counter:
+    """Deliveries after the promotion of events already delivered before it, by how they came."""
+    at = promoted_at(outcome, run)
+    history = outcome.histories[run]
+    before = {op["event_id"] for op in history
+              if op["f"] == "deliver" and op["type"] == "ok" and op["time"] < at and op.get("event_id")}
+    return Counter(op.get("via") for op in history
+                   if op["f"] == "deliver" and op["type"] == "ok" and op["time"] >= at
+                   and op.get("event_id") in before)
+
+
+@pytest.mark.parametrize("cell", PRESET_CELLS, ids=[c.preset for c in PRESET_CELLS])
+def test_failover_cell(cell, cluster, chaos_options) -> None:
+    outcome = suite.run(cell, cluster, chaos_options)
+    kinds = [redeliveries_by_via(outcome, run) for run in range(len(outcome.histories))]
+    per_run = [(r.counts.lost, r.counts.redelivered) for r in outcome.result.runs]
+    figures = (f"{outcome.figures()}; per run (lost, redelivered): {per_run}; redelivered after "
+               f"promotion per run by via: {[dict(k) for k in kinds]}")
+    # Every run: processed entries delivered again, and (unless the reader had read them all
+    # into memory) acknowledged events lost.
+    assert all(redelivered >= 1 for _, redelivered in per_run), f"a run redelivered nothing: {figures}"
+    if not prefetches(cell.preset):
+        assert all(lost >= 1 for lost, _ in per_run), f"a run lost nothing: {figures}"
+        # Entries read and acked while held come back as NEW entries to XREADGROUP >: a
+        # recovery that only scans the PEL would miss them.
+        assert sum(k["read"] for k in kinds) >= 1, f"no processed entry came back as new: {figures}"
+    suite.check(outcome)
+    print(f"{cell.test_id}: {figures}")
+    suite.discard(outcome, chaos_options)
+
+
+def confirmed_lost(outcome: suite.CellRun) -> tuple[int, int]:
+    """(WAIT-confirmed publishes, of those never handled) over all runs."""
+    confirmed = lost = 0
+    for history in outcome.histories:
+        ok = {op["event_id"] for op in history if op["f"] == "publish" and op["type"] == "ok"
+              and (op.get("value") or {}).get("replicas", 0) >= 1}
+        handled = {op["event_id"] for op in history if op["f"] == "apply" and op["type"] == "ok"
+                   and op.get("effect", "applied") in ("applied", "stale")}
+        confirmed += len(ok)
+        lost += len(ok - handled)
+    return confirmed, lost
+
+
+def test_wait_confirmed_producer_loses_far_less(cluster, chaos_options) -> None:
+    plain = suite.run(preset_cell("s1"), cluster, chaos_options)
+    for run in range(len(plain.histories)):
+        promoted_at(plain, run)
+    waited = suite.run(WAIT_CELL, cluster, chaos_options)
+    for run in range(len(waited.histories)):
+        promoted_at(waited, run)
+    confirmed, lost_confirmed = confirmed_lost(waited)
+    figures = (f"retrying producer lost {plain.result.counts.lost} of {plain.result.counts.published}; "
+               f"WAIT 1 producer lost {waited.result.counts.lost} of {waited.result.counts.published} "
+               f"({confirmed} confirmed by WAIT, {lost_confirmed} of those lost) "
+               f"over {plain.result.run_count} + {waited.result.run_count} runs")
+    assert lost_confirmed == 0, f"a WAIT-confirmed event was lost: {figures}"
+    assert waited.result.counts.lost * 4 <= plain.result.counts.lost, f"WAIT did not lose far less: {figures}"
+    suite.check(plain)
+    suite.check(waited)
+    print(figures)
+    suite.discard(plain, chaos_options)
+    suite.discard(waited, chaos_options)

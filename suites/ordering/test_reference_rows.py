@@ -1,0 +1,44 @@
+"""One test per consumer-side reference row (fault `none`), judged by chaos/expectations/ordering.py.
+
+Each test also states the row's own figure (baseline wrong 10/10, S4c's release answering
+0, S5-RR's retried serialization errors) so a failure reads like the reference table.
+"""
+from __future__ import annotations
+
+import pytest
+
+from chaos.expectations import assert_cell, expect
+
+ROWS = [
+    ("baseline", 10), ("s1", 10), ("s4c", 10), ("s5", 10), ("s5-rr", 5), ("inbox", 5), ("setnx-dedupe", 5),
+    ("p2-business", 3), ("p2-entry-id", 3), ("p3", 5), ("p4", 5), ("recommended", 2),
+]
+
+
+@pytest.mark.parametrize("preset, runs", ROWS, ids=[r[0] for r in ROWS])
+def test_reference_row(preset, runs, run_preset):
+    cell = run_preset(preset, runs)
+    assert_cell(cell, expect(preset), preset=preset, fault="none")
+    n, c = cell.run_count, cell.counts
+    print(f"{preset}: wrong {c.wrong_final_state_runs}/{n}, reordered {c.reordered}, lost {c.lost}, "
+          f"retries {c.retries}, releases_failed {c.releases_failed}")
+    if preset == "baseline":
+        assert c.wrong_final_state_runs == n and all(r.final_state["42"]["status"] == "created" for r in cell.runs)
+    if preset == "s4c":
+        assert c.releases_failed == n, "created's compare-and-delete must answer 0 (the lock was not ours)"
+    if preset in ("s5", "s5-rr", "s1", "p3", "p4"):
+        assert all(r.final_state["42"] == {"status": "paid", "version": 2} for r in cell.runs)
+    if preset == "s5-rr":
+        assert c.retries >= n, "every run's created transaction must hit 40001 once and be retried"
+
+
+BULK = [("ack-after", 1), ("ack-on-receive", 1), ("poison-no-dlq", 1), ("poison-dlq", 1)]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("preset, runs", BULK, ids=[r[0] for r in BULK])
+def test_bulk_row_without_fault(preset, runs, run_preset):
+    cell = run_preset(preset, runs)
+    assert_cell(cell, expect(preset), preset=preset, fault="none")
+    c = cell.counts
+    print(f"{preset}: handled {c.handled}, pending_left {c.pending_left}, dlq {c.dlq}, lost {c.lost}")

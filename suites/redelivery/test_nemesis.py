@@ -1,0 +1,27 @@
+"""A seeded random schedule of faults (Jepsen's nemesis) against a correct strategy.
+
+Cells: chaos/expectations/redelivery.py. Each run must have played at least two faults of
+its schedule; the schedule is recorded in the history and replays with --chaos-seed.
+"""
+from __future__ import annotations
+
+import pytest
+
+from chaos.expectations.redelivery import NEMESIS_CELLS
+from faults import suite
+
+
+@pytest.mark.parametrize("cell", NEMESIS_CELLS, ids=[c.test_id for c in NEMESIS_CELLS])
+def test_nemesis_cell(cell, cluster, chaos_options) -> None:
+    outcome = suite.run(cell, cluster, chaos_options)
+    played = []
+    for run in range(len(outcome.histories)):
+        ops = outcome.fault_ops(run)
+        schedule = next(v["schedule"] for v in ops if v.get("name") == "nemesis" and v.get("phase") == "start")
+        starts = [v["name"] for v in ops if v.get("phase") == "start" and v.get("name") != "nemesis"]
+        assert len(starts) >= 2 and len(starts) == len(schedule), (
+            f"run {run}: schedule {schedule}, faults started {starts}; {outcome.figures()}")
+        played.append(starts)
+    suite.check(outcome)
+    print(f"{cell.test_id}: faults per run {played}; {outcome.figures()}")
+    suite.discard(outcome, chaos_options)

@@ -1,0 +1,22 @@
+"""The PostgreSQL link closes inside a consumer's transaction (rolled back, or committed
+with the reply lost); the entry is delivered again. Cells: chaos/expectations/redelivery.py.
+"""
+from __future__ import annotations
+
+import pytest
+
+from chaos.expectations.redelivery import PG_CELLS
+from faults import suite
+
+
+@pytest.mark.parametrize("cell", PG_CELLS, ids=[c.test_id for c in PG_CELLS])
+def test_pg_reset_cell(cell, cluster, chaos_options) -> None:
+    outcome = suite.run(cell, cluster, chaos_options)
+    for run, history in enumerate(outcome.histories):
+        starts = [v for v in outcome.fault_ops(run, "pg-reset") if v.get("phase") == "start"]
+        assert starts, f"run {run}: the PostgreSQL link was never reset; {outcome.figures()}"
+        failed = [op for op in history if op["f"] == "apply" and op["type"] in ("fail", "info")]
+        assert failed, f"run {run}: no apply saw the reset; {outcome.figures()}"
+    suite.check(outcome)
+    print(f"{cell.test_id}: {outcome.figures()}")
+    suite.discard(outcome, chaos_options)

@@ -1,0 +1,85 @@
+"""`python -m chaos run --worker-cmd ... --worker-config ...`: the handler the run command calls."""
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from chaos.blackbox import cli
+from chaos.blackbox.errors import ConfigError
+from chaos.cli import BadArguments
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def args(**given) -> argparse.Namespace:
+    base = {"worker_cmd": "python -m examples.redis_py_ack_first", "worker_config": "examples/redis_py_ack_first.toml",
+            "preset": None, "fault": [], "runs": 1, "seed": 7, "time_scale": 1.0, "json": True, "trace": False,
+            "backend": None, "run_dir": None}
+    return argparse.Namespace(**{**base, **given})
+
+
+@pytest.mark.parametrize("given, words", [
+    ({"worker_config": None}, ["--worker-config FILE"]),
+    ({"worker_cmd": None}, ["--worker-cmd"]),
+    ({"preset": "s1"}, ["give one"]),
+])
+def test_half_a_pair_or_both_modes_is_bad_input(given: dict, words: list[str]) -> None:
+    with pytest.raises(BadArguments) as info:
+        cli.wants_blackbox(args(**given))
+    assert all(w in str(info.value) for w in words)
+
+
+def test_options_are_added_to_a_parser() -> None:
+    parser = argparse.ArgumentParser()
+    cli.add_arguments(parser)
+    parsed = parser.parse_args(["--worker-cmd", "python w.py", "--worker-config", "w.toml"])
+    assert (parsed.worker_cmd, parsed.worker_config) == ("python w.py", "w.toml")
+    assert not cli.wants_blackbox(argparse.Namespace(worker_cmd=None, worker_config=None))
+
+
+def test_bad_config_fails_before_any_server_starts(tmp_path: Path) -> None:
+    bad = tmp_path / "w.toml"
+    bad.write_text('[state]\ntable = "orders"\n')
+    t0 = time.monotonic()
+    with pytest.raises(ConfigError, match="needs exactly one of version"):
+        cli.run_from_args(args(worker_config=str(bad), run_dir=str(tmp_path / "runs")))
+    assert time.monotonic() - t0 < 1.0 and not (tmp_path / "runs").exists()
+
+
+def test_bad_fault_fails_before_any_server_starts(tmp_path: Path) -> None:
+    with pytest.raises(BadArguments, match="at=time"):
+        cli.run_from_args(args(fault=["xautoclaim"], run_dir=str(tmp_path / "runs"),
+                               worker_config=str(ROOT / "examples/redis_py_ack_first.toml")))
+
+
+@pytest.mark.slow
+def test_json_object_and_exit_code_of_a_broken_consumer(tmp_path: Path, capsys, monkeypatch) -> None:
+    monkeypatch.chdir(ROOT)
+    code = cli.run_from_args(args(fault=["kill-consumer:at_ms=500"], run_dir=str(tmp_path)))
+    data = json.loads(capsys.readouterr().out)
+    for key in ("schema_version", "preset", "fault", "runs", "seed", "published", "lost", "duplicated", "reordered",
+                "wrong_final_state_runs", "pending_left", "verdict", "expected", "matches_expectation",
+                "reproduce", "per_run", "duplicated_side_effects", "blackbox"):
+        assert key in data
+    assert data["verdict"] == "invalid" and data["lost"] > 0, data["per_run"]
+    assert data["expected"] is None and code == 0  # no [expect] in the example config: exit 0
+    assert data["run_dir"] and Path(data["run_dir"]).is_dir()  # kept: something to look at
+    assert "--worker-cmd" in data["reproduce"] and "--seed 7" in data["reproduce"]
+
+
+@pytest.mark.slow
+def test_declared_expectation_mismatch_exits_1(tmp_path: Path, capsys, monkeypatch) -> None:
+    config = tmp_path / "w.toml"
+    config.write_text((ROOT / "examples/redis_py_ack_first.toml").read_text().replace(
+        'schema = "orders_schema.sql"', f'schema = "{ROOT / "examples/orders_schema.sql"}"')
+        + "\n[expect]\nlost = 0\n")
+    monkeypatch.chdir(ROOT)
+    code = cli.run_from_args(args(worker_config=str(config), fault=["kill-consumer:at_ms=500"],
+                                  run_dir=str(tmp_path / "runs")))
+    data = json.loads(capsys.readouterr().out)
+    assert code == 1 and not data["matches_expectation"]
+    assert any(m.startswith("lost: expected == 0") for m in data["mismatches"])

@@ -1,0 +1,82 @@
+"""A whole black-box run with bad workers: verdict unknown, the reason, nothing left behind."""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import psutil
+import pytest
+
+from chaos.blackbox import cli
+from chaos.blackbox.config import parse_config
+from chaos.blackbox.effects import schema_fingerprint
+from chaos.blackbox.errors import ConfigError
+from chaos.blackbox.session import run_blackbox
+from chaos.cli import EXIT_UNKNOWN
+
+ROOT = Path(__file__).resolve().parents[2]
+CONFIG = {"worker": {"processes": 2, "schema": str(ROOT / "examples/orders_schema.sql"), "ready_timeout_s": 5,
+                     "drain_s": 2},
+          "state": {"table": "orders", "key": "id", "status": "status", "version": "version"},
+          "workload": {"keys": 5}}
+CONNECTS_NEVER_WRITES = (f"{sys.executable} -c \"import os, time, redis; "
+                         "r = redis.Redis.from_url(os.environ['CHAOS_REDIS_URL']); r.ping(); "
+                         "print('connected, doing nothing', flush=True); time.sleep(60)\"")
+
+
+def my_children() -> set[int]:
+    """Live processes this test run started, except the cluster's servers and their backends."""
+    out = set()
+    for p in psutil.Process().children(recursive=True):
+        try:
+            if p.status() != psutil.STATUS_ZOMBIE and p.name() not in ("postgres", "redis-server"):
+                out.add(p.pid)
+        except psutil.NoSuchProcess:
+            pass
+    return out
+
+
+def test_worker_that_exits_at_once_gives_unknown_with_exit_code_and_output(cluster) -> None:
+    before = my_children()
+    cell = run_blackbox(cluster, f"{sys.executable} -c \"import sys; print('no CHAOS_STREAM?'); sys.exit(4)\"",
+                        parse_config(CONFIG), reset=False)
+    assert cell.cell.verdict == "unknown"
+    (reason,) = cell.cell.unknown_reasons
+    assert "exit code 4" in reason and "no CHAOS_STREAM?" in reason
+    assert my_children() <= before
+
+
+def test_worker_that_connects_but_never_writes_gives_unknown(cluster) -> None:
+    before = my_children()
+    cell = run_blackbox(cluster, CONNECTS_NEVER_WRITES, parse_config(CONFIG), reset=False)
+    assert cell.cell.verdict == "unknown"
+    text = "\n".join(cell.cell.unknown_reasons)
+    assert "no write to orders was observed" in text and "connected, doing nothing" in text
+    assert cell.count("published") == 10 and cell.count("pending_left") == 0 and cell.count("undelivered") == 10
+    assert my_children() <= before
+    conn = cluster.pg_connect()
+    try:  # the triggers and the framework's schema are gone, the user's tables stay
+        assert not [i for _, i in schema_fingerprint(conn) if "chaos_b" in i]
+        assert conn.execute("SELECT to_regclass('orders')").fetchone()[0] is not None
+    finally:
+        conn.close()
+
+
+def test_config_naming_a_missing_column_stops_before_any_worker(cluster) -> None:
+    before = my_children()
+    bad = {**CONFIG, "state": {**CONFIG["state"], "status": "state"}}
+    with pytest.raises(ConfigError, match="table 'orders' has no column 'state'"):
+        run_blackbox(cluster, CONNECTS_NEVER_WRITES, parse_config(bad), reset=False)
+    assert my_children() <= before
+
+
+def test_cli_exit_code_2_for_an_unknown_verdict(tmp_path: Path, capsys) -> None:
+    config = tmp_path / "w.toml"
+    config.write_text(f'[worker]\nschema = "{ROOT / "examples/orders_schema.sql"}"\n'
+                      '[state]\ntable = "orders"\nkey = "id"\nstatus = "status"\nversion = "version"\n')
+    args = argparse.Namespace(worker_cmd=f"{sys.executable} -c \"raise SystemExit(9)\"", worker_config=str(config),
+                              preset=None, fault=[], runs=1, seed=1, time_scale=1.0, json=True, trace=False,
+                              backend=None, run_dir=str(tmp_path / "runs"))
+    assert cli.run_from_args(args) == EXIT_UNKNOWN
+    assert '"verdict": "unknown"' in capsys.readouterr().out

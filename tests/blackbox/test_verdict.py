@@ -1,0 +1,118 @@
+"""The adapter gives the built-in checker's counts from observed effects alone."""
+from __future__ import annotations
+
+from chaos.blackbox.config import parse_config
+from chaos.blackbox.effects import Effect
+from chaos.blackbox.redis_state import StreamState
+from chaos.blackbox.verdict import check_blackbox_run
+from chaos.workload.events import Event
+
+CONFIG = parse_config({"state": {"table": "orders", "key": "id", "status": "status", "version": "version"},
+                       "side_effects": {"table": "order_emails", "event_id": "event_id"}})
+EVENTS = [Event("e42-1", "42", "created", 1), Event("e42-2", "42", "paid", 2),
+          Event("e43-1", "43", "created", 1), Event("e43-2", "43", "paid", 2)]
+
+
+def published() -> list[dict]:
+    return [{"time": 0.0, "process": "P-order", "type": "ok", "f": "publish", **e.op_fields(),
+             "entry_id": f"1-{n}", "stream": "orders"} for n, e in enumerate(EVENTS)]
+
+
+def state(seq: int, key: str, version: int, status: str, op: str = "UPDATE") -> Effect:
+    return Effect(seq, seq, 100 + seq, "state", op, key, version, status, None, 1000.0 + seq)
+
+
+def email(seq: int, event_id: str) -> Effect:
+    return Effect(seq, seq, 100 + seq, "side_effect", "INSERT", None, None, None, event_id, 1000.0 + seq)
+
+
+def check(effects: list[Effect], rows: dict, stream: StreamState | None = None):
+    return check_blackbox_run(CONFIG, history=published(), effects=effects, rows=rows,
+                              stream=stream or StreamState(), events=EVENTS, offset=-1000.0)
+
+
+def rows(**final: tuple[str, int]) -> dict:
+    return {k.lstrip("k"): {"status": s, "version": v} for k, (s, v) in final.items()}
+
+
+def test_clean_run_is_valid() -> None:
+    effects = [state(1, "42", 1, "created", "INSERT"), email(2, "e42-1"), state(3, "43", 1, "created", "INSERT"),
+               email(4, "e43-1"), state(5, "42", 2, "paid"), email(6, "e42-2"), state(7, "43", 2, "paid"),
+               email(8, "e43-2")]
+    run = check(effects, rows(k42=("paid", 2), k43=("paid", 2)))
+    assert run.result.verdict == "valid"
+    c = run.result.counts
+    assert (c.published, c.lost, c.duplicated, c.reordered, c.wrong_keys, c.handled) == (4, 0, 0, 0, 0, 4)
+    assert run.extra.side_effects == 4 and run.extra.duplicated_side_effects == 0
+
+
+def test_lost_duplicated_reordered_and_wrong_final_state_are_counted() -> None:
+    effects = [state(1, "42", 2, "paid", "INSERT"), state(2, "42", 1, "created"),   # 42: paid overwritten
+               state(3, "43", 1, "created", "INSERT"), state(4, "43", 1, "created"),  # 43 v1 twice, v2 lost
+               email(5, "e43-1"), email(6, "e43-1")]
+    run = check(effects, rows(k42=("created", 1), k43=("created", 1)))
+    c = run.result.counts
+    assert c.reordered == 1 and c.duplicated == 1 and c.lost == 1 and c.wrong_keys == 2
+    assert c.wrong_final_state_runs == 1 and run.result.verdict == "invalid"
+    assert run.result.anomaly_counts["lost"] == 1
+    assert run.extra.duplicated_side_effects == 1 and run.extra.missing_side_effects == 2
+
+
+def test_unwritten_event_of_a_superseded_version_counts_as_stale_not_lost() -> None:
+    effects = [state(1, "42", 2, "paid", "INSERT"), state(2, "43", 1, "created", "INSERT"),
+               state(3, "43", 2, "paid")]
+    run = check(effects, rows(k42=("paid", 2), k43=("paid", 2)))
+    assert run.result.counts.lost == 0 and run.extra.superseded_unobserved == 1
+    assert run.result.verdict == "valid"
+
+
+def test_pending_events_are_not_lost_and_are_counted() -> None:
+    effects = [state(1, "42", 1, "created", "INSERT"), state(2, "42", 2, "paid"), state(3, "43", 1, "created")]
+    pending = StreamState(pending=[{"entry_id": "1-3", "stream": "orders", "event_id": "e43-2",
+                                    "consumer": "C1", "delivery_count": 1}])
+    run = check(effects, rows(k42=("paid", 2), k43=("created", 1)), pending)
+    c = run.result.counts
+    assert c.lost == 0 and c.pending_left == 1 and c.wrong_keys == 1
+
+
+def test_writes_of_versions_no_event_has_are_counted_apart() -> None:
+    effects = [state(1, "42", 7, "paid", "INSERT")]
+    run = check(effects, rows(k42=("paid", 7)))
+    assert run.extra.unattributed_writes == 1
+
+
+def test_version_derived_from_status() -> None:
+    config = parse_config({"state": {"table": "orders", "key": "id", "status": "status",
+                                     "version_from_status": {"created": 1, "paid": 2}}})
+    effects = [Effect(1, 1, 1, "state", "INSERT", "42", None, "paid", None, 1.0),
+               Effect(2, 2, 2, "state", "UPDATE", "42", None, "created", None, 2.0)]
+    run = check_blackbox_run(config, history=published()[:2], effects=effects,
+                             rows={"42": {"status": "created", "version": 1}}, stream=StreamState(),
+                             events=EVENTS[:2], offset=0.0)
+    assert run.result.counts.reordered == 1 and run.result.counts.wrong_keys == 1
+
+
+def test_a_consumer_that_writes_every_event_loses_the_superseded_one() -> None:
+    config = parse_config({"state": {"table": "orders", "key": "id", "status": "status", "version": "version",
+                                     "skips_stale": False}})
+    effects = [state(1, "42", 2, "paid", "INSERT"), state(2, "43", 1, "created", "INSERT"),
+               state(3, "43", 2, "paid")]
+    run = check_blackbox_run(config, history=published(), effects=effects,
+                             rows=rows(k42=("paid", 2), k43=("paid", 2)), stream=StreamState(), events=EVENTS,
+                             offset=-1000.0)
+    assert run.result.counts.lost == 1 and run.extra.superseded_unobserved == 1
+    assert run.result.anomaly_counts["lost"] == 1 and run.result.verdict == "invalid"
+
+
+def test_an_event_that_never_reached_the_stream_is_neither_superseded_nor_lost() -> None:
+    config = parse_config({"state": {"table": "orders", "key": "id", "status": "status", "version": "version",
+                                     "skips_stale": False}})
+    history = [op for op in published() if op["event_id"] != "e42-1"]
+    history.append({"time": 0.0, "process": "P-order", "type": "fail", "f": "publish", **EVENTS[0].op_fields()})
+    run = check_blackbox_run(config, history=history, effects=[state(1, "42", 2, "paid", "INSERT"),
+                                                               state(2, "43", 1, "created", "INSERT"),
+                                                               state(3, "43", 2, "paid")],
+                             rows=rows(k42=("paid", 2), k43=("paid", 2)), stream=StreamState(), events=EVENTS,
+                             offset=-1000.0)
+    assert run.extra.superseded_unobserved == 0 and run.result.counts.lost == 0
+    assert run.result.counts.published == 3 and run.result.verdict == "valid"

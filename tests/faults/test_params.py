@@ -1,0 +1,112 @@
+"""Pure tests of fault parameters, the registry, plan checks and the nemesis schedule."""
+from __future__ import annotations
+
+from random import Random
+
+import pytest
+
+from chaos.cli import BadArguments
+from faults import FAULTS, Plan, fault_class, get_fault
+from faults.base import parse_spec
+from faults.nemesis import schedule
+
+
+def test_parse_spec_splits_name_and_params() -> None:
+    assert parse_spec("promote-replica:hold_ms=300, hold=down") == (
+        "promote-replica", {"hold_ms": "300", "hold": "down"})
+    assert parse_spec("none") == ("none", {})
+
+
+@pytest.mark.parametrize("spec, words", [
+    ("", ["empty fault spec"]),
+    (":a=1", ["no name"]),
+    ("pause:at_ms", ["not k=v"]),
+    ("pause:at_ms=1,at_ms=2", ["given twice"]),
+])
+def test_parse_spec_rejects_bad_syntax(spec: str, words: list[str]) -> None:
+    with pytest.raises(BadArguments) as err:
+        parse_spec(spec)
+    for word in words:
+        assert word in str(err.value)
+
+
+def test_unknown_fault_lists_the_valid_ones() -> None:
+    with pytest.raises(BadArguments) as err:
+        get_fault("promote-primary")
+    assert "unknown fault 'promote-primary'" in str(err.value)
+    assert "promote-replica" in str(err.value) and "kill-consumer" in str(err.value)
+
+
+def test_unknown_parameter_lists_the_valid_ones() -> None:
+    with pytest.raises(BadArguments) as err:
+        get_fault("promote-replica:hold=timeout,holdms=3")
+    msg = str(err.value)
+    assert "no parameter holdms" in msg and "hold_ms" in msg and "describe promote-replica" in msg
+
+
+@pytest.mark.parametrize("spec, words", [
+    ("promote-replica:hold_ms=abc", ["hold_ms='abc'", "milliseconds"]),
+    ("promote-replica:hold_ms=-5", ["hold_ms=-5", ">= 0"]),
+    ("promote-replica:hold=cut", ["hold='cut'", "timeout, down, latency, none"]),
+    ("promote-replica:hold=latency,latency_ms=0", ["latency_ms > 0"]),
+    ("kill-consumer:after=3", ["with at=time give at_ms"]),
+    ("redis-restart:kill=maybe", ["kill='maybe'", "bool"]),
+    ("publish-blip:toxic=down,stream=downstream", ["cuts both directions"]),
+    ("nemesis:faults=latency+flood", ["faults='latency+flood'"]),
+    ("latency:link=replication,target=C1", ["workers have no replication link"]),
+    ("poison", ["needs a selector"]),
+    ("partition:link=sideways", ["link='sideways'", "redis, replica, postgres, replication"]),
+])
+def test_bad_values_name_the_parameter_and_the_fix(spec: str, words: list[str]) -> None:
+    with pytest.raises(BadArguments) as err:
+        get_fault(spec)
+    for word in words:
+        assert word in str(err.value)
+
+
+def test_values_are_typed_and_spec_round_trips() -> None:
+    fault = get_fault("promote-replica:hold_ms=300,hold=down")
+    assert fault.hold_ms == 300 and fault.hold == "down" and fault.at_ms == 300
+    assert fault.spec == "promote-replica:hold_ms=300,hold=down"
+    assert get_fault(fault.spec).values == fault.values
+    assert get_fault("redis-restart:kill=false").kill is False
+
+
+@pytest.mark.parametrize("name", list(FAULTS))
+def test_every_fault_describes_all_its_parameters(name: str) -> None:
+    cls = fault_class(name)
+    assert cls.name == name and cls.description
+    text = cls.describe()
+    for param in cls.params:
+        assert param.name in text and param.help
+
+
+def test_failpoint_faults_name_their_failpoints() -> None:
+    assert get_fault("kill-consumer").failpoints() == {}
+    assert get_fault("kill-consumer:at=mid_batch,after=250").failpoints() == {
+        "C1": {"mid_batch": {"action": "kill", "after": 250, "count": 1}}}
+    assert get_fault("xautoclaim:target=C2").failpoints() == {
+        "C2": {"before_apply": {"action": "signal", "count": 1}}}
+
+
+def test_check_rejects_a_target_or_failpoint_the_run_lacks() -> None:
+    plan = Plan(roles={"consumer": ["C1", "C2"], "producer": ["P-order"]},
+                failpoints={"consumer": {"mid_batch", "before_apply"}})
+    get_fault("kill-consumer:at=mid_batch,target=C2").check(plan)
+    with pytest.raises(BadArguments, match="no such role or worker; it has: consumer, producer, C1"):
+        get_fault("kill-consumer:at=mid_batch,target=C9").check(plan)
+    with pytest.raises(BadArguments, match="no consumer worker has failpoint after_apply_before_ack"):
+        get_fault("kill-consumer:at=after_apply_before_ack").check(plan)
+
+
+def test_nemesis_schedule_replays_with_the_seed_and_stays_in_bounds() -> None:
+    kinds = ["latency", "partition", "pause"]
+    a = schedule(Random(7), kinds, 5000, 800, 300)
+    b = schedule(Random(7), kinds, 5000, 800, 300)
+    c = schedule(Random(8), kinds, 5000, 800, 300)
+    assert a == b and a != c and len(a) >= 2
+    for step, nxt in zip(a, a[1:]):
+        assert nxt.at_ms >= step.at_ms + 300  # faults never overlap
+    assert a[-1].at_ms + 300 <= 5000
+    for step in a:
+        get_fault(step.spec)  # every drawn spec is valid

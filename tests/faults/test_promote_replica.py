@@ -1,0 +1,167 @@
+"""promote-replica against the real topology, with bare redis-py clients (no workers).
+
+Shows the three facts the failover suite builds on: a held replication link loses every
+write the primary acknowledged while it was held (and a bare kill loses none); WAIT
+tells the writer which of its writes are safe; and the promoted group state rolls back:
+entries read and acked while held come back as NEW entries to ``XREADGROUP >``, entries
+read before the hold and acked during it come back as pending.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+
+import pytest
+import redis
+
+from faults import get_fault
+from faults.local import FaultThread, LocalContext
+
+STREAM, GROUP = "orders", "g"
+
+
+def client(url: str) -> redis.Redis:
+    return redis.Redis.from_url(url, decode_responses=True, protocol=2, socket_timeout=1.0,
+                                socket_connect_timeout=1.0, retry_on_timeout=False)
+
+
+@dataclass
+class Writer:
+    """XADDs in a loop through the clients' proxy; keeps each acked id with its ack time."""
+
+    url: str
+    wait_replicas: bool = False
+    acked: list[tuple[str, float, int | None]] = field(default_factory=list)   # (id, sent at, WAIT answer)
+    errors: int = 0
+    stop: threading.Event = field(default_factory=threading.Event)
+
+    def run(self) -> None:
+        r = client(self.url)
+        n = 0
+        while not self.stop.is_set():
+            n += 1
+            try:
+                sent = time.monotonic()
+                entry = r.xadd(STREAM, {"n": str(n)})
+                confirmed = int(r.execute_command("WAIT", 1, 50)) if self.wait_replicas else None
+                self.acked.append((entry, sent, confirmed))
+            except redis.RedisError:
+                self.errors += 1
+                time.sleep(0.005)
+                r = client(self.url)
+
+    def __enter__(self) -> "Writer":
+        self.thread = threading.Thread(target=self.run, daemon=True)
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop.set()
+        self.thread.join(10)
+
+
+def op_time(ctx: LocalContext, step: str) -> float:
+    return next(op["time"] for op in ctx.ops if op["value"].get("step") == step)
+
+
+def promoted_ids(cluster) -> set[str]:
+    return {entry for entry, _ in cluster.direct_redis("primary").xrange(STREAM)}
+
+
+@pytest.mark.parametrize("hold", ["timeout", "down"])
+def test_held_replication_loses_every_write_acked_while_held(cluster, hold: str) -> None:
+    ctx = LocalContext(cluster, seed=1)
+    fault = get_fault(f"promote-replica:at_ms=300,hold_ms=400,hold={hold},downtime_ms=50")
+    with Writer(cluster.redis_url()) as writer:
+        FaultThread(fault, ctx).start().join(30)
+        time.sleep(0.2)  # the writer goes on against the promoted node
+    assert cluster.failed_over and ctx.phases("promote-replica") == ["start", "info", "stop"]
+    held, killed, promoted = op_time(ctx, "hold"), op_time(ctx, "kill"), op_time(ctx, "promote")
+    present = promoted_ids(cluster)
+    # Times are when the XADD was sent: one sent after the hold was in place must be lost.
+    in_hold = [e for e, t, _ in writer.acked if held < t < killed]
+    before = [e for e, t, _ in writer.acked if t < held - 0.1]
+    after = [e for e, t, _ in writer.acked if t > promoted]
+    lost = [e for e, _, _ in writer.acked if e not in present]
+    figures = (f"acked={len(writer.acked)} before_hold={len(before)} in_hold={len(in_hold)} "
+               f"after_promote={len(after)} lost={len(lost)} errors={writer.errors}")
+    assert len(in_hold) >= 20, f"too few writes while held to show anything: {figures}"
+    assert set(in_hold) <= set(lost), f"a write acked while held survived the failover: {figures}"
+    assert all(e in present for e in before), f"a write replicated before the hold was lost: {figures}"
+    assert all(e in present for e in after), f"a write acked by the promoted node is missing: {figures}"
+    lost_times = [t for e, t, _ in writer.acked if e not in present]
+    assert min(lost_times) > held - 0.1 and max(lost_times) < promoted, f"loss outside the window: {figures}"
+    assert fault.report["unreplicated_bytes"] > 0, fault.report
+
+
+def test_bare_kill_after_the_last_ack_loses_nothing(cluster) -> None:
+    ctx = LocalContext(cluster, seed=2)
+    fault = get_fault("promote-replica:at_ms=0,hold=none,hold_ms=200,downtime_ms=20")
+    r = client(cluster.redis_url())
+    acked = [r.xadd(STREAM, {"n": str(n)}) for n in range(2000)]
+    FaultThread(fault, ctx).start().join(30)
+    present = promoted_ids(cluster)
+    lost = [e for e in acked if e not in present]
+    assert cluster.failed_over
+    assert lost == [], f"bare kill lost {len(lost)} of {len(acked)} acked writes"
+
+
+def test_wait_confirmed_writes_survive_and_unconfirmed_are_the_loss(cluster) -> None:
+    ctx = LocalContext(cluster, seed=3)
+    fault = get_fault("promote-replica:at_ms=300,hold_ms=400,downtime_ms=50")
+    with Writer(cluster.redis_url(), wait_replicas=True) as writer:
+        FaultThread(fault, ctx).start().join(30)
+        time.sleep(0.2)
+    present = promoted_ids(cluster)
+    confirmed = [e for e, _, c in writer.acked if c]
+    unconfirmed = [e for e, _, c in writer.acked if not c]
+    lost_confirmed = [e for e in confirmed if e not in present]
+    lost_unconfirmed = [e for e in unconfirmed if e not in present]
+    figures = (f"acked={len(writer.acked)} confirmed={len(confirmed)} lost_confirmed={len(lost_confirmed)} "
+               f"unconfirmed={len(unconfirmed)} lost_unconfirmed={len(lost_unconfirmed)}")
+    assert lost_confirmed == [], f"a WAIT-confirmed write was lost: {figures}"
+    assert lost_unconfirmed, f"the hold lost nothing the writer had not confirmed: {figures}"
+    assert len(confirmed) > 10, figures
+
+
+def test_promoted_group_state_rolls_back(cluster) -> None:
+    """Read before the hold + acked during it -> pending; read and acked during it -> new to '>'."""
+    r = client(cluster.redis_url())
+    r.xgroup_create(STREAM, GROUP, id="0", mkstream=True)
+    early = [r.xadd(STREAM, {"n": f"a{i}"}) for i in range(10)]
+    late = [r.xadd(STREAM, {"n": f"b{i}"}) for i in range(10)]
+    got = r.xreadgroup(GROUP, "c1", {STREAM: ">"}, count=10)
+    assert [e for e, _ in got[0][1]] == early
+    cluster.wait_replication()
+
+    ctx = LocalContext(cluster, seed=4)
+    fault = get_fault("promote-replica:at_ms=0,hold_ms=500,downtime_ms=50")
+    thread = FaultThread(fault, ctx).start()
+    assert wait_phase(ctx, "start", 5.0)
+    r.xack(STREAM, GROUP, *early)                                    # acked while held
+    got = r.xreadgroup(GROUP, "c1", {STREAM: ">"}, count=10)          # read while held
+    assert [e for e, _ in got[0][1]] == late
+    r.xack(STREAM, GROUP, *late)
+    added = [r.xadd(STREAM, {"n": f"c{i}"}) for i in range(5)]      # acked by the primary while held
+    assert r.xpending(STREAM, GROUP)["pending"] == 0
+    thread.join(30)
+
+    p = client(cluster.redis_url())  # same proxy, now leading to the promoted replica
+    pending = [row["message_id"] for row in p.xpending_range(STREAM, GROUP, "-", "+", 100)]
+    again = p.xreadgroup(GROUP, "c2", {STREAM: ">"}, count=100)
+    redelivered_new = [e for e, _ in again[0][1]] if again else []
+    present = {e for e, _ in p.xrange(STREAM)}
+    assert cluster.failed_over
+    assert pending == early, f"entries acked while held should be pending again: {pending}"
+    assert redelivered_new == late, f"entries read while held should be new to '>': {redelivered_new}"
+    assert not present & set(added), "entries added while held should be lost"
+
+
+def wait_phase(ctx: LocalContext, phase: str, timeout_s: float) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if phase in ctx.phases("promote-replica"):
+            return True
+        time.sleep(0.002)
+    return False

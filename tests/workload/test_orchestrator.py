@@ -1,0 +1,86 @@
+"""run_cell end to end on the real topology: real redis-server, PostgreSQL, worker processes."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from chaos.cli import BadArguments
+from chaos.run import run_cell
+from chaos.workload.forkserver import fork_server
+
+
+def _workers_left() -> list[psutil.Process]:
+    server = psutil.Process(fork_server()._proc.pid)
+    return [p for p in server.children(recursive=True) if p.status() != psutil.STATUS_ZOMBIE]
+
+
+def test_s1_is_valid_and_leaves_no_process(cluster):
+    cell = run_cell(cluster, "s1", runs=2, seed=3, time_scale=0.2)
+    assert cell.verdict == "valid", cell.unknown_reasons
+    assert cell.counts.published == 4 and cell.counts.handled == 4
+    assert [r.seed for r in cell.runs] == [3, 4]
+    assert all(r.final_state["42"] == {"status": "paid", "version": 2} for r in cell.runs)
+    assert _workers_left() == []
+    assert not any(d.exists() for d in cell.run_dirs)  # valid runs are tidied by default
+
+
+def test_baseline_is_wrong_every_run_and_keeps_its_run_dirs(cluster):
+    cell = run_cell(cluster, "baseline", runs=2, time_scale=0.2)
+    assert cell.counts.wrong_final_state_runs == 2 and cell.verdict == "invalid"
+    assert all((d / "history" / "C1.jsonl").exists() for d in cell.run_dirs)
+    assert cell.metrics[0].work_s >= 0.8 * 0.2  # created costs 800 ms (scaled): a firm lower bound
+
+
+def test_a_worker_killed_from_outside_makes_the_verdict_unknown(cluster):
+    """No fault or failpoint killed it: the run cannot vouch for itself (paid was applied,
+    so nothing is wrong that would make the verdict invalid, which outranks unknown)."""
+    stopped = {}
+
+    def kill_when_stopped(run_root: Path) -> None:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            for marker in run_root.glob("run-*/failpoints/C1.after_apply_before_ack"):
+                pid = json.loads(marker.read_text())["pid"]
+                stopped["pid"] = pid
+                os.kill(pid, signal.SIGKILL)
+                return
+            time.sleep(0.005)
+
+    root = cluster.base_dir / "runs" / "killed-from-outside"
+    killer = threading.Thread(target=kill_when_stopped, args=(root,), daemon=True)
+    killer.start()
+    cell = run_cell(cluster, "s1", runs=1, time_scale=0.2, run_root=root,
+                    failpoints={"C1": {"after_apply_before_ack": {"action": "signal", "etype": "paid"}}})
+    killer.join(5)
+    assert stopped, "the failpoint never stopped C1"
+    assert cell.verdict == "unknown"
+    reason = " ".join(cell.unknown_reasons)
+    assert "C1" in reason and "died unexpectedly" in reason and "SIGKILL" in reason
+    assert cell.counts.pending_left == 1  # paid stays in C1's PEL: nobody recovers it without respawn
+
+
+def test_a_kill_failpoint_is_expected_and_respawn_recovers(cluster):
+    cell = run_cell(cluster, "s1:respawn=1", runs=1, time_scale=0.3, keep_runs="always",
+                    failpoints={"C1": {"after_apply_before_ack": {"action": "kill", "etype": "created"}}})
+    c = cell.counts
+    assert cell.verdict == "valid", cell.unknown_reasons
+    # created was applied, then C1 died before its XACK; C1#2 re-read its PEL and applied it again
+    assert c.pending_left == 0 and c.lost == 0 and c.duplicated == 1 and c.redelivered == 1
+    assert (cell.run_dirs[0] / "history" / "C1#2.jsonl").exists()
+
+
+@pytest.mark.parametrize("kwargs, words", [
+    ({"runs": 0}, "runs must be"),
+    ({"time_scale": 0}, "time scale must be > 0"),
+    ({"failpoints": {"C1": {"nowhere": {"action": "kill"}}}}, "unknown failpoint"),
+])
+def test_bad_input_is_rejected_before_anything_starts(cluster, kwargs, words):
+    with pytest.raises(BadArguments, match=words):
+        run_cell(cluster, "s1", **kwargs)

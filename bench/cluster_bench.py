@@ -78,8 +78,10 @@ def topology_first(base: Path) -> dict:
     """A start on a machine without the template cache (a fresh base dir)."""
     os.environ["CHAOS_CLUSTER_BASE"] = str(base)
     from chaos.cluster.native import NativeCluster
+    from chaos.cluster.pg_template import wait_for_bakes
     first = NativeCluster.start("bench-first")
     first.close()
+    wait_for_bakes()               # the template's databases are baked in the background
     return dict(first.start_info)
 
 

@@ -5,8 +5,9 @@ into a `CellResult` (one preset x fault cell). Events are identified by `event_i
 by stream entry id (a failover can hand an old entry id to a new event). The meaning of
 every count and of the verdict is in docs/checker.md; the short version:
 
-* valid   = nothing lost, no wrong final state, no reordered write, nothing unexpected;
-            duplicates, redeliveries, pending and DLQ entries are counted, not judged
+* valid   = nothing lost, no wrong final state (except keys whose last event still waits in
+            Redis or the DLQ), no reordered write, nothing unexpected; duplicates,
+            redeliveries, pending and DLQ entries and undecidable outcomes are counted, not judged
 * invalid = any of those safety counts above zero (it outranks unknown, as in Jepsen)
 * unknown = no safety violation seen, but the run cannot vouch for itself (a worker died
             unexpectedly, a fault did not heal, the drain timed out)
@@ -16,6 +17,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field, fields
+from operator import itemgetter
 from typing import Any
 
 from chaos.history import HistoryError, paused_gc
@@ -28,6 +30,7 @@ MAX_EXAMPLES = 5
 HANDLED_EFFECTS = frozenset({"applied", "stale"})
 DUPLICATE_EFFECT = "duplicate"
 REDELIVERY_VIAS = frozenset({"claim", "pending"})
+_ORDER = itemgetter(0)  # a write's (order, version, event_id): sorted by when it took effect
 
 # Anomaly kinds (Jepsen-style names). The first four are violations (see violations());
 # a wrong-final-state anomaly of an unsettled key is not.
@@ -90,6 +93,7 @@ class Counts:
     dlq: int = 0
     delivered: int = 0
     handled: int = 0
+    handled_pending: int = 0
     unexpected: int = 0
     failed_publish_seen: int = 0
     indeterminate: int = 0
@@ -229,8 +233,7 @@ class _Event:
 
     __slots__ = ("key", "version", "etype", "ok", "info", "failed", "open", "deliveries", "applied",
                  "handled_at", "recovered", "first_entry", "entries", "dlq", "last_via", "last_count",
-                 "apply_open", "invoked_at", "invoked_after_redelivery", "unknown", "proven",
-                 "apply_unknown")
+                 "apply_open", "invoked_at", "unknown")
 
     def __init__(self) -> None:
         self.key = self.version = self.etype = None
@@ -241,11 +244,8 @@ class _Event:
         self.entries: dict[str | None, set[str]] | None = None  # only once a second entry shows up
         self.last_via: str | None = None
         self.last_count = 1
-        self.invoked_at = 0.0
-        self.invoked_after_redelivery = False
-        self.unknown: list[_Unknown] | None = None  # applies whose outcome is unknown (rare)
-        self.proven = False         # an inbox `duplicate` proved one unknown apply committed
-        self.apply_unknown = False  # not handled, and an unknown apply may have handled it
+        self.invoked_at = 0.0  # the latest apply invoke (for one its process never completed)
+        self.unknown: _Unknowns | None = None  # rare: kept off the slots every event pays for
 
     def learn(self, op: dict) -> None:
         if self.key is None and op.get("key") is not None:
@@ -295,8 +295,8 @@ class _Event:
 
     def add_unknown(self, at: float, recovered: bool) -> None:
         if self.unknown is None:
-            self.unknown = []
-        self.unknown.append(_Unknown(at, recovered))
+            self.unknown = _Unknowns()
+        self.unknown.applies.append(_Unknown(at, recovered))
 
 
 @dataclass(frozen=True)
@@ -309,15 +309,19 @@ class _Unknown:
     recovered: bool
 
 
-def _write_order(op: dict) -> float:
-    """When a write took effect: `value.locked_at` (taken while the row lock was held, before
-    COMMIT) when the guard gives it, else the op's time (written after COMMIT returned)."""
-    value = op.get("value")
-    if isinstance(value, dict):
-        locked_at = value.get("locked_at")
-        if isinstance(locked_at, (int, float)) and not isinstance(locked_at, bool):
-            return locked_at
-    return op["time"]
+class _Unknowns:
+    """An event's applies of unknown outcome and what the checker could prove about them."""
+
+    __slots__ = ("applies", "proven", "indeterminate")
+
+    def __init__(self) -> None:
+        self.applies: list[_Unknown] = []
+        self.proven = False         # an inbox `duplicate` proved that one of them committed
+        self.indeterminate = False  # not handled, and one of them may have handled it
+
+    def candidates(self) -> int:
+        """How many of them may have committed (an inbox commits an event once)."""
+        return 1 if self.proven else len(self.applies)
 
 
 def _proves_commit(op: dict) -> bool:
@@ -338,6 +342,7 @@ class _RunScan:
         self.reorders: dict[str, int] = {}
         self.reorder_examples: dict[str, list[str]] = {}  # the late writes' events
         self.fault_started = False
+        self.first_fault_at: float | None = None
         self.retries = 0
         self.releases_failed = 0
 
@@ -380,34 +385,34 @@ class _RunScan:
                     else:
                         ev.failed = True
                 elif f == "apply":
-                    self._apply_op(op, kind, ev)
+                    # invokes are matched with completions per event (a dangling one is unknown)
+                    if kind == "invoke":
+                        ev.apply_open += 1
+                        ev.invoked_at = op["time"]
+                        continue
+                    if ev.apply_open:
+                        ev.apply_open -= 1  # a reorder buffer's release is an `ok` without an invoke
+                    if kind == "ok":
+                        self._apply(op, ev)
+                    elif kind == "info":  # the outcome is unknown (a lost COMMIT reply)
+                        ev.add_unknown(op["time"], self.fault_started and ev.redelivered_now())
                 elif kind == "ok":
                     ev.dlq = True
             elif f == "fault":
                 value = op.get("value")
                 if isinstance(value, dict) and value.get("phase") == "start":
-                    self.fault_started = True
+                    self._fault_starts(op)
             elif f == "failpoint":
-                self.fault_started = True
+                self._fault_starts(op)
             elif f == "retry":
                 self.retries += 1
             elif f == "unlock":
                 if kind == "fail" or (kind == "ok" and op.get("value") in (0, False, "0")):
                     self.releases_failed += 1
 
-    def _apply_op(self, op: dict, kind: str, ev: _Event) -> None:
-        """Invokes are matched with completions per event; an `info` is an unknown outcome."""
-        if kind == "invoke":
-            ev.apply_open += 1
-            ev.invoked_at = op["time"]
-            ev.invoked_after_redelivery = self.fault_started and ev.redelivered_now()
-            return
-        if ev.apply_open:
-            ev.apply_open -= 1  # a reorder buffer's release is an `ok` without an invoke
-        if kind == "ok":
-            self._apply(op, ev)
-        elif kind == "info":
-            ev.add_unknown(op["time"], self.fault_started and ev.redelivered_now())
+    def _fault_starts(self, op: dict) -> None:
+        if not self.fault_started:
+            self.fault_started, self.first_fault_at = True, op["time"]
 
     def _apply(self, op: dict, ev: _Event) -> None:
         effect = op.get("effect")
@@ -420,16 +425,27 @@ class _RunScan:
             # "duplicate": the guard said seen; handling must be shown by another apply, or by
             # an inbox marker (it commits with the effect) after an unknown-outcome apply
             if effect == DUPLICATE_EFFECT and ev.unknown and ev.handled_at is None and _proves_commit(op):
-                ev.proven = True
+                ev.unknown.proven = True
             return
-        ev.handle(op["time"], self.fault_started and ev.redelivered_now())
+        if ev.handled_at is None:  # ops come in time order: the first handling is the earliest
+            ev.handled_at = op["time"]
+            if self.fault_started:
+                ev.recovered = ev.last_via in REDELIVERY_VIAS or ev.last_count > 1
         if effect != "applied":
             return
         ev.applied += 1
         key = op.get("key")
         key = ev.key if key is None else str(key)
         if key is not None:
-            self.writes[key].append((_write_order(op), op.get("version", ev.version), op["event_id"]))
+            # when the write took effect: `value.locked_at` (taken while the row lock was held,
+            # before COMMIT) when the guard gives it, else the op's time (written after COMMIT)
+            value = op.get("value")
+            order = op["time"]
+            if value.__class__ is dict:
+                locked_at = value.get("locked_at")
+                if locked_at.__class__ is float or locked_at.__class__ is int:
+                    order = locked_at
+            self.writes[key].append((order, op.get("version", ev.version), op["event_id"]))
 
     def close_dangling(self) -> None:
         """A publish invoke without completion (its process was killed) is an `info`; so is
@@ -438,15 +454,17 @@ class _RunScan:
             if ev.open > 0:
                 ev.info = True
             if ev.apply_open > 0:
+                # (the latest invoke stands for each: a redelivery after the death invokes again)
+                after_fault = self.first_fault_at is not None and self.first_fault_at <= ev.invoked_at
                 for _ in range(ev.apply_open):
-                    ev.add_unknown(ev.invoked_at, ev.invoked_after_redelivery)
+                    ev.add_unknown(ev.invoked_at, after_fault and ev.redelivered_now())
                 ev.apply_open = 0
 
     def order_writes(self) -> None:
-        """Each key's effective writes in the order they took effect (see _write_order; a
-        stable sort keeps the ops' order on ties), then the writes older than one before."""
+        """Each key's effective writes in the order they took effect (see _apply; a stable
+        sort keeps the ops' order on ties), then the writes older than one before."""
         for key, writes in self.writes.items():
-            writes.sort(key=_first)
+            writes.sort(key=_ORDER)
             versions = [w[1] for w in writes]
             self.applied_versions[key] = versions
             top = None
@@ -468,10 +486,6 @@ class _RunScan:
             if n:
                 self.reorders[key] = n
                 self.reorder_examples[key] = late
-
-
-def _first(item: tuple) -> Any:
-    return item[0]
 
 
 def _ids(items: list[dict]) -> set[str]:
@@ -593,7 +607,7 @@ def _projection_says(writes: list, evs: list[_Event], counter: Any) -> str | Non
     if counter is None:
         return None
     landed = int(counter) - len(writes)
-    candidates = sum(1 if ev.proven else len(ev.unknown) for ev in evs)  # an inbox commits once
+    candidates = sum(ev.unknown.candidates() for ev in evs)
     if landed == candidates:
         return ALL_LANDED
     if landed == 0:
@@ -604,14 +618,18 @@ def _projection_says(writes: list, evs: list[_Event], counter: Any) -> str | Non
 def _resolve_event(ev: _Event, landed: str | None, row: dict | None, writes: list) -> None:
     """Landed (applied, handled), committed without a known effect (handled), proven rolled
     back (nothing: lost if gone), or none of these (indeterminate unless handled otherwise)."""
-    first = min(ev.unknown, key=lambda u: u.at)
-    if landed == ALL_LANDED or (landed is None and _row_written_by(ev, row, writes)):
-        ev.applied += 1 if ev.proven or landed is None else len(ev.unknown)
+    unknown = ev.unknown
+    first = min(unknown.applies, key=lambda u: u.at)
+    if landed == ALL_LANDED:
+        ev.applied += unknown.candidates()
         ev.handle(first.at, first.recovered)
-    elif ev.proven:
+    elif landed is None and _row_written_by(ev, row, writes):
+        ev.applied += 1
+        ev.handle(first.at, first.recovered)
+    elif unknown.proven:
         ev.handle(first.at, first.recovered)  # committed; its effect unknown (none: a CAS stale)
     elif ev.handled_at is None and not (landed == NONE_LANDED and _commit_would_write(ev, first.at, writes)):
-        ev.apply_unknown = True
+        unknown.indeterminate = True
 
 
 def _row_written_by(ev: _Event, row: dict | None, writes: list) -> bool:
@@ -656,6 +674,7 @@ def _count_events(scan: _RunScan, ids: dict[str, set[str]], counts: Counts,
         if handled:
             counts.handled += 1
             counts.recovered += ev.recovered
+            counts.handled_pending += eid in ids["pending"]
         if ev.applied > 1:
             counts.duplicated += 1
             by_kind[DUPLICATED][ev.key].append(eid)
@@ -666,7 +685,7 @@ def _count_events(scan: _RunScan, ids: dict[str, set[str]], counts: Counts,
             if ev.key is not None:
                 published_by_key[ev.key].append((ev.version, ev.etype, eid))
             if not handled and not ev.dlq and eid not in waiting:
-                if ev.apply_unknown:
+                if ev.unknown is not None and ev.unknown.indeterminate:
                     counts.indeterminate += 1  # an apply of unknown outcome may have handled it
                 else:
                     counts.lost += 1

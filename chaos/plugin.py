@@ -23,6 +23,9 @@ import redis
 from chaos.cluster import BACKENDS, Cluster, ClusterError, WorkerLinks, check_backend, start_cluster
 from chaos.proxy.client import ToxiproxyClient
 
+# The black-box fixture (`blackbox`) and marker (`@pytest.mark.blackbox(command=, config=)`).
+pytest_plugins = ["chaos.blackbox.pytest_api"]
+
 __all__ = ["ChaosOptions", "cluster_name"]
 
 

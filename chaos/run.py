@@ -183,6 +183,8 @@ class _Cell:
     def close(self) -> None:
         if self._conn is not None:
             self._conn.close()
+        if self._redis is not None:
+            self._redis.close()
 
     def plan_roles(self, producer_plans: list[ProcessPlan]) -> dict[str, list[str]]:
         roles: dict[str, list[str]] = {}
@@ -322,6 +324,26 @@ class _Run:
                 self.incarnation[handle.plan.name] = n
                 self.spawn(handle.plan, t0=self.t0, name=f"{handle.plan.name}#{n}", failpoints=False)
 
+    def stream_state(self) -> str:
+        """The groups' pending and lag, for a reason text (what the run was waiting for)."""
+        try:
+            r = self.cell.redis()
+            parts = []
+            for stream in self.cell.streams:
+                for g in r.xinfo_groups(stream):
+                    parts.append(f"{stream}: pending {g['pending']}, lag {g.get('lag')}, "
+                                 f"last-delivered {g['last-delivered-id']}, length {r.xlen(stream)}")
+            return "; ".join(parts) or "no groups"
+        except Exception as exc:  # noqa: BLE001 - a diagnostic only
+            return f"streams unreadable: {type(exc).__name__}: {exc}"
+
+    def live_names(self) -> list[str]:
+        """History names of the live workers and of their helper processes (fan-out workers)."""
+        names = []
+        for handle in self.live():
+            names += [handle.name, *handle.plan.helpers]
+        return names
+
     def live(self, kind: str | None = None) -> list[WorkerHandle]:
         return [h for h in self.current.values() if h.alive() and (kind is None or h.plan.kind == kind)]
 
@@ -446,7 +468,7 @@ class _Run:
                 return False
             if not producer.drained(cell.conn()):
                 return False
-            idle = time.monotonic() - watch.poll() > settle
+            idle = time.monotonic() - watch.poll() > settle and not watch.busy(self.live_names())
             if _acked_or_none(cell):
                 # acked on receive says nothing about the work: wait until the consumers are idle too
                 return cell.strategy.ack.after or idle
@@ -454,7 +476,8 @@ class _Run:
 
         if not self.watch(quiet, budget):
             self.reasons.append(f"the workload did not finish within {budget:.1f} s "
-                                f"(producers alive: {[h.name for h in self.live(PRODUCER)]})")
+                                f"(producers alive: {[h.name for h in self.live(PRODUCER)]}; "
+                                f"{self.stream_state()}; busy: {watch.busy(self.live_names())})")
 
     def drain_phase(self) -> None:
         """Recovery: consumers run XAUTOCLAIM until everything is acked or nothing moves."""
@@ -481,7 +504,7 @@ class _Run:
             if not self.live(CONSUMER) and not self.respawns:
                 return True  # nobody left to recover anything: report what is pending
             now = time.monotonic()
-            return now - began > window and now - watch.poll() > window
+            return now - began > window and now - watch.poll() > window and not watch.busy(self.live_names())
 
         timeout = max(10.0, 10 * idle + 30 * cell.time_scale)
         if not self.watch(drained, timeout):

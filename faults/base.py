@@ -216,6 +216,15 @@ class Fault:
         """Check the fault against what the run starts (roles, failpoints, links)."""
         from chaos.workload import failpoints as worker_failpoints
 
+        link = self.values.get("link")
+        if link and link not in plan.links:
+            raise BadArguments(f"fault {self.name!r}: this topology has no {link!r} link; "
+                               f"it has: {', '.join(sorted(plan.links))}")
+        for key in ("target", "role"):
+            named = self.values.get(key)
+            if named and named != "shared" and plan.roles and _role_of(plan, named) is None:
+                raise BadArguments(f"fault {self.name!r}: {key}={named} is not a role or worker of this run; "
+                                   f"it has: {', '.join(_targets(plan)) or 'none'}")
         for role, points in self.failpoints().items():
             try:
                 worker_failpoints.validate(points)
@@ -347,6 +356,26 @@ def check_link_target(fault: str, link: str, target: str) -> None:
                            f"link to the primary); drop target={target} or pick link=redis|replica|postgres")
 
 
+def workload_streams(redis: Any, exclude: tuple[str, ...] = ("dlq",)) -> list[str]:
+    """Every stream key on the server except DLQ streams."""
+    return sorted(k for k in redis.scan_iter(_type="stream") if not any(part in k for part in exclude))
+
+
+def wait_for_entries(ctx: FaultContext, count: int, timeout_s: float, fault: str) -> float:
+    """Block until the workload's streams hold ``count`` entries; return the seconds waited.
+    Anchors a fault to the workload's progress instead of the clock (a loaded machine
+    starts its producers late)."""
+    started = time.monotonic()
+    redis = ctx.cluster.direct_redis("primary")
+    while True:
+        if sum(redis.xlen(s) for s in workload_streams(redis)) >= count:
+            return time.monotonic() - started
+        if time.monotonic() - started > timeout_s:
+            raise FaultError(f"fault {fault!r}: the workload's streams never reached {count} entries "
+                             f"in {timeout_s:.0f} s; lower after_entries")
+        time.sleep(0.002)
+
+
 def wait_until(predicate: Callable[[], bool], timeout_s: float, interval_s: float = 0.005) -> bool:
     """Poll ``predicate`` until it is true or ``timeout_s`` passes; return its last value."""
     deadline = time.monotonic() + timeout_s
@@ -431,7 +460,7 @@ def process_alive(pid: int) -> bool:
 __all__ = [
     "Fault", "FaultContext", "FaultError", "Param", "Plan", "ToxicSet", "WorkerHandle",
     "parse_spec", "pick_worker", "proxy_for", "raise_if", "signal_number", "wait_until",
-    "process_alive", "SIGNALS", "LINKS", "WindowFault",
+    "process_alive", "SIGNALS", "LINKS", "WindowFault", "workload_streams", "wait_for_entries",
 ]
 
 

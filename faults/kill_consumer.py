@@ -12,7 +12,7 @@ import signal
 import time
 
 from chaos.cli import BadArguments
-from faults.base import Fault, FaultContext, Param, pick_worker, process_alive, wait_until
+from faults.base import Fault, FaultContext, Param, pick_worker, process_alive, wait_for_entries, wait_until
 
 KILL_POINTS = ("time", "after_read", "mid_batch", "before_apply", "after_apply_before_ack")
 
@@ -23,15 +23,20 @@ class KillConsumer(Fault):
     params = (
         Param("at", "time", "time (from outside, at at_ms) or the failpoint where the worker kills itself",
               choices=KILL_POINTS),
-        Param("at_ms", 1200, "for at=time: when the SIGKILL is sent, from the start of the workload"),
+        Param("after_entries", 1, "for at=time: wait until the workload's streams hold this many "
+              "entries first (1: the clock starts at the first publish)", kind=int, minimum=0),
+        Param("at_ms", 1200, "for at=time: then wait this long before the SIGKILL"),
         Param("after", 250, "for a failpoint: fire after this many entries reached it", kind=int, minimum=0),
         Param("role", "consumer", "the role whose worker is killed"),
         Param("target", "", "the process name to kill (empty: one drawn from the run's seed; "
               "a failpoint needs a name, default C1)"),
-        Param("wait_ms", 30000, "for a failpoint: how long to wait for the worker to reach it (unscaled)"),
+        Param("wait_ms", 30000, "how long to wait for the failpoint or for after_entries (unscaled)"),
     )
 
     def validate(self) -> None:
+        if self.at != "time" and "after_entries" in self.given:
+            raise BadArguments("fault 'kill-consumer': after_entries applies to at=time; a failpoint "
+                               "counts with after= instead")
         if self.at == "time" and "after" in self.given:
             raise BadArguments("fault 'kill-consumer': after= counts entries at a failpoint; "
                                "with at=time give at_ms= instead (or at=mid_batch,after=250)")
@@ -53,6 +58,8 @@ class KillConsumer(Fault):
         if getattr(self, "armed_for", None) != id(ctx):
             self.arm(ctx)
         if self.at == "time":
+            if self.after_entries:
+                wait_for_entries(ctx, self.after_entries, self.wait_ms / 1000, self.name)
             ctx.sleep(self.at_ms)
             worker = pick_worker(ctx, self.role, self.target)
             worker.kill(signal.SIGKILL)

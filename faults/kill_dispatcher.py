@@ -14,7 +14,7 @@ from __future__ import annotations
 import signal
 
 from chaos.cli import BadArguments
-from faults.base import FaultContext, FaultError, Param
+from faults.base import FaultContext, FaultError, Param, wait_until
 from faults.kill_consumer import KillConsumer
 
 KILL_POINTS = ("time", "after_xadd_before_mark")
@@ -80,5 +80,17 @@ class KillDispatcher(KillConsumer):
                 later, _ = ctx.wait_failpoint(self.at, FOLLOW_UP_MS)
             except FaultError:
                 continue
+            # The failpoint writes its marker *before* it SIGSTOPs itself: a SIGCONT sent in
+            # between is lost and the dispatcher stays stopped for good (seen under load).
+            wait_until(lambda: process_stopped(later.pid) or not later.alive(), 5.0)
             ctx.resume(later)
             ctx.record("info", name=self.name, resumed=later.name)
+
+
+def process_stopped(pid: int) -> bool:
+    """Whether the process is in the stopped state (T) after a SIGSTOP."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] in ("T", "t")
+    except (OSError, IndexError):
+        return False

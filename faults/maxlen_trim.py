@@ -5,25 +5,24 @@ them from the PEL; the checker counts their events lost.
 """
 from __future__ import annotations
 
-from faults.base import Fault, FaultContext, Param
-
-
-def workload_streams(redis, exclude: tuple[str, ...] = ("dlq",)) -> list[str]:
-    """Every stream key on the server except DLQ streams."""
-    return sorted(k for k in redis.scan_iter(_type="stream")
-                  if not any(part in k for part in exclude))
+from faults.base import Fault, FaultContext, Param, wait_for_entries, workload_streams
 
 
 class MaxlenTrim(Fault):
     name = "maxlen-trim"
     description = "XTRIM a stream to MAXLEN while entries are still pending (as XADD MAXLEN would)"
     params = (
-        Param("at_ms", 500, "when the stream is trimmed"),
+        Param("after_entries", 1, "wait until the workload's streams hold this many entries",
+              kind=int, minimum=0),
+        Param("at_ms", 500, "then wait this long before the trim"),
+        Param("wait_ms", 30000, "how long to wait for after_entries (unscaled)"),
         Param("maxlen", 10, "entries kept (exact trim)", kind=int, minimum=0),
         Param("stream", "", "the stream key (empty: every stream of the workload except DLQs)"),
     )
 
     def run(self, ctx: FaultContext) -> None:
+        if self.after_entries:
+            wait_for_entries(ctx, self.after_entries, self.wait_ms / 1000, self.name)
         ctx.sleep(self.at_ms)
         redis = ctx.cluster.direct_redis("primary")
         streams = [self.stream] if self.stream else workload_streams(redis)

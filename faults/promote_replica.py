@@ -13,7 +13,7 @@ import time
 from typing import Any
 
 from chaos.cli import BadArguments
-from faults.base import Fault, FaultContext, FaultError, Param, ToxicSet, raise_if
+from faults.base import Fault, FaultContext, FaultError, Param, ToxicSet, raise_if, wait_for_entries
 
 HOLDS = ("timeout", "down", "latency", "none")
 PROBE_KEY = "chaos:replication-probe"
@@ -58,13 +58,16 @@ class PromoteReplica(Fault):
     description = ("hold the replication link, SIGKILL the primary, REPLICAOF NO ONE on the "
                    "replica and repoint the clients' proxies at it")
     params = (
-        Param("at_ms", 300, "when replication is held, from the start of the workload"),
+        Param("after_entries", 1, "wait until the workload's streams hold this many entries (its "
+              "progress, not the clock: a loaded machine starts producers late)", kind=int, minimum=0),
+        Param("at_ms", 300, "then wait this long before replication is held"),
         Param("hold_ms", 500, "how long replication is held before the primary is killed"),
         Param("hold", "timeout", "how the replication proxy holds the link: timeout toxic (drops "
               "the stream), down (proxy disabled), latency (delays it), none (a bare kill)",
               choices=HOLDS),
         Param("latency_ms", 2000, "the delay for hold=latency"),
         Param("downtime_ms", 100, "between the kill and the promotion; clients see errors"),
+        Param("wait_ms", 30000, "how long to wait for after_entries (unscaled)"),
     )
 
     def validate(self) -> None:
@@ -85,6 +88,9 @@ class PromoteReplica(Fault):
         if link is None and self.hold != "none":
             raise FaultError("promote-replica needs the 'replication' proxy; this topology has "
                              f"{sorted(cluster.links)}")
+        if self.after_entries:
+            self.report["entries_wait_s"] = round(
+                wait_for_entries(ctx, self.after_entries, self.wait_ms / 1000, self.name), 4)
         ctx.sleep(self.at_ms)
         before = replication_offsets(cluster)
         held_at = time.monotonic()
@@ -103,6 +109,10 @@ class PromoteReplica(Fault):
         ctx.record("info", name=self.name, step="kill", primary=old_primary, offsets=at_kill)
         cluster.kill_primary()
         self.killed = True
+        if self.hold == "latency":
+            # Bytes the latency toxic still holds were "in the network" when the primary died:
+            # close the replica's link so they are dropped, not delivered when the toxic goes.
+            self.toxics.disable(link)
         ctx.sleep(self.downtime_ms)
         # The primary is dead: lifting the hold now cannot let the held bytes through.
         raise_if(self.toxics.remove_all(), self.name)

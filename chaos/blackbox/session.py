@@ -40,7 +40,6 @@ from faults.base import FaultError, Plan
 
 PRODUCER = "P-order"
 SETTLE_S = 0.6  # effects unchanged this long, with nothing pending or undelivered: drained
-PRODUCER_HEAD_START_S = 0.5  # the producer process imports before t0; faults count from t0 too
 
 
 @dataclass
@@ -203,9 +202,10 @@ class _Run:
 
     def _start_producer(self, events: list[Any]) -> None:
         links = self.cluster.worker_links(PRODUCER)
-        self.t0 = time.monotonic() + PRODUCER_HEAD_START_S
+        # No "t0": the producer's schedule starts when its interpreter is ready (a shared t0
+        # in the past would fire every retry at once); the faults start at its first publish.
         spec = {"name": PRODUCER, "role": "producer", "run_dir": str(self.run_dir), "time_scale": self.scale,
-                "t0": self.t0, "seed": self.seed, "redis_url": links.redis_url, "pg_dsn": links.pg_dsn,
+                "seed": self.seed, "redis_url": links.redis_url, "pg_dsn": links.pg_dsn,
                 "failpoints": {}, "producer": {"name": "retrying", "params": {}},
                 "events": [e.routed(self.config.worker.stream).to_dict() for e in events],
                 "encoder": {"format": self.config.encoder.format, "fields": self.config.encoder.fields,

@@ -40,6 +40,7 @@ class LocalServer:
         self.proc: subprocess.Popen | None = None
         self.launched_at = 0.0
         self.ready_s = 0.0       # launch -> ready, for the start-up benchmark
+        self._log_sizes: dict[Path, int] = {}
         workdir.mkdir(mode=0o755, parents=True, exist_ok=True)
 
     # -- for subclasses ----------------------------------------------------------------
@@ -68,6 +69,7 @@ class LocalServer:
         return self.proc is not None and self.proc.poll() is None
 
     def launch(self) -> None:
+        self._log_sizes = {path: _size(path) for path in self.log_files()}   # this attempt's output starts here
         self.launched_at = time.perf_counter()
         self.proc = spawner.spawn(self.argv(), log=self.log_path, cwd=self.workdir, user=self.user, env=self.env())
         if self.cdir is not None:
@@ -117,10 +119,29 @@ class LocalServer:
     def _raise_exited(self) -> None:
         code = self.proc.returncode if self.proc else None
         tail = self.log_tail()
-        if any(marker in tail.lower() for marker in IN_USE_MARKERS):
+        if any(marker in self._this_attempts_output().lower() for marker in IN_USE_MARKERS):
             raise PortInUse(f"{self.name}: port {self.port} was taken (exit {code}); log tail:\n{tail}")
         raise ServerStartError(f"{self.name} ({self.kind}) exited with code {code} during start-up; "
                                f"log tail:\n{tail}")
+
+
+    def _this_attempts_output(self) -> str:
+        out = []
+        for path, offset in self._log_sizes.items():
+            try:
+                with open(path, "rb") as log:
+                    log.seek(offset)
+                    out.append(log.read().decode(errors="replace"))
+            except OSError:
+                pass
+        return "\n".join(out)
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
 
 
 def start_all(servers: list[LocalServer], timeout: float = 30.0, launched: bool = False) -> None:

@@ -18,7 +18,7 @@ from chaos.cluster.binaries import pg_bin_dir, redis_server
 from chaos.cluster.endpoint import Endpoint
 from chaos.cluster.errors import ServerStartError
 from chaos.cluster.local_server import LocalServer, start_all
-from chaos.cluster.pg_template import copy_template, ensure_template
+from chaos.cluster.pg_template import bake_in_background, copy_template, ensure_template, is_baked
 from chaos.cluster.ports import HOST, free_port
 from chaos.cluster.postgres_server import PostgresProcess
 from chaos.cluster.proxy_server import make_proxy_process, proxy_choice
@@ -81,6 +81,8 @@ class NativeCluster(Cluster):
         except BaseException:
             cluster.close()
             raise
+        if not is_baked(template):   # a first start: bake the databases into the template while tests run
+            bake_in_background(pg_bin)
         t_end = time.perf_counter()
         cluster.start_info = {"template_created": created, "until_template_s": t_template - t0,
                               "servers_s": t_servers - t_template, "links_s": t_end - t_servers,

@@ -16,6 +16,8 @@ from chaos.cluster.rundirs import ClusterDir
 SETTINGS = {                      # durability off: the tests never need crash-safe PostgreSQL
     "fsync": "off", "synchronous_commit": "off", "full_page_writes": "off",
     "max_connections": "200", "shared_buffers": "32MB",
+    # DSM segments in the data dir (pg_dynshmem/), not /dev/shm: a SIGKILLed server's go with its dir
+    "dynamic_shared_memory_type": "mmap",
 }
 
 

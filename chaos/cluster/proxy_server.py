@@ -7,6 +7,7 @@ cluster's prefix and only our own proxies are touched), else ``CHAOS_PROXY_SERVE
 from __future__ import annotations
 
 import os
+import signal
 import sys
 from pathlib import Path
 from typing import Callable
@@ -59,7 +60,7 @@ class ToxiproxyProcess(LocalServer):
     """The real Shopify toxiproxy-server binary."""
 
     kind = "toxiproxy"
-    stop_signal = 15
+    stop_signal = signal.SIGTERM
 
     def __init__(self, name: str, workdir: Path, cdir: ClusterDir | None = None, binary: str = "toxiproxy-server",
                  port_picker: Callable[[], int] = free_port):

@@ -16,6 +16,8 @@ import traceback
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+import psutil
+
 from chaos.cluster import start_cluster
 from chaos.cluster.rundirs import base_dir
 
@@ -69,7 +71,6 @@ def main(argv: list[str]) -> int:
         traceback.print_exc()
         return 1
     try:
-        import psutil
         state = SupervisorState(
             name=args.name, backend=cluster.backend, pid=os.getpid(),
             create_time=psutil.Process().create_time(), base_dir=str(cluster.base_dir), api_url=cluster.api.url,

@@ -20,9 +20,10 @@ def handed_out_not_done(c) -> int:
 
 LOSES_IN_FLIGHT = satisfies(lambda c: c.counts.lost == handed_out_not_done(c) > 0,
                             "lost == published - undelivered - handled > 0 (all delivered and not done is gone)")
-KEEPS_IN_FLIGHT = satisfies(lambda c: c.counts.pending_left == handed_out_not_done(c) >= c.run_count,
-                            "pending_left == published - undelivered - handled >= runs (all delivered "
-                            "and not done stays recoverable in the PEL)")
+KEEPS_IN_FLIGHT = satisfies(
+    lambda c: c.run_count <= handed_out_not_done(c) <= c.counts.pending_left <= handed_out_not_done(c) + c.run_count,
+    "published - undelivered - handled <= pending_left <= that + runs (all delivered and not done "
+    "stays recoverable in the PEL, plus at most the one entry per kill applied but not yet acked)")
 
 CELLS: list[Cell] = [
     Cell("ack-on-receive", (KILL,), 2,

@@ -2,7 +2,7 @@
 
 Deterministic rows must hold on every run. The two lock races (s4a, s4b) are decided in
 the first millisecond after the XADDs, so their rate depends on the machine: their rows
-only bound what always holds (nothing lost, every release succeeds); suites/ordering
+only bound what always holds (nothing lost, nothing applied twice); suites/ordering
 measures the rate over enough runs (count and reasoning beside those tests) and shows
 the mechanism deterministically with a failpoint.
 """
@@ -24,12 +24,14 @@ ROWS = [
     row("s2", params={**RESHARD, "reshard_mode": "drain"},
         note="drain-then-switch: the producer waits until the old streams are fully acked", **CORRECT),
     row("s3", note="one reader, a worker per key bucket, ack after the worker finished", **CORRECT),
-    row("s4a", note="statistical (see suites/ordering/test_lock_races.py for the measured rate)",
-        wrong_final_state_runs=le(RUNS), lost=eq(0), releases_failed=eq(0)),
+    row("s4a", note="statistical (see suites/ordering/test_lock_races.py for the measured rate); a "
+        "release can fail when a holder stalls past the TTL on a loaded machine",
+        wrong_final_state_runs=le(RUNS), lost=eq(0), duplicated=eq(0)),
     row("s4b", note="statistical: the jitter makes the paid consumer win the lock about half the time",
-        wrong_final_state_runs=le(RUNS), lost=eq(0), releases_failed=eq(0)),
-    row("s4c", note="TTL 500 ms < job 800 ms: paid takes the expired lock; created's release returns 0",
-        wrong_final_state_runs=eq(RUNS), releases_failed=eq(RUNS), lost=eq(0)),
+        wrong_final_state_runs=le(RUNS), lost=eq(0), duplicated=eq(0)),
+    row("s4c", note="TTL 500 ms < job 800 ms: paid takes the expired lock; created's release returns 0 "
+        "(paid's own release can fail too when a loaded machine stretches its 50 ms past the TTL)",
+        wrong_final_state_runs=eq(RUNS), releases_failed=ge(RUNS), lost=eq(0)),
     row("s5", note="CAS on the business version: the late created matches 0 rows", **CORRECT),
     row("s5-rr", note="REPEATABLE READ: created's transaction fails with 40001 once, the retry is stale",
         retries=ge(RUNS), **CORRECT),
@@ -49,4 +51,6 @@ ROWS = [
     row("p4", note="event-carried state, conditional upsert: the late created (v=1) matches 0 rows",
         **CORRECT),
     row("recommended", note="S2 + CAS + inbox, every event sent twice", duplicated=eq(0), **CORRECT),
+    row("recommended", params=RESHARD, note="naive resharding under S2 + CAS: the late older events "
+        "match 0 rows (stale), so the final state holds", duplicated=eq(0), **CORRECT),
 ]

@@ -8,10 +8,11 @@ rows; one S1 consumer with a plain UPDATE, so the stream order *is* the final st
   the late `created` is applied last: key 1 ends `created` (wrong) every run, key 2 `paid`.
 * per-key dispatcher, same failure: key 1 waits (about 2 poll rounds), both end `paid`.
 * a dispatcher SIGKILLed between XADD and the mark: the row goes out again, so every run
-  has exactly one duplicate entry. With a plain UPDATE the effect is applied twice
+  has at least one duplicate entry (exactly one unless an XADD reply also times out on a
+  loaded machine: the relay is at-least-once, so the bound is >= runs). With a plain UPDATE the effect is applied twice
   (duplicated, projection drift); with the inbox it is applied once. Per-key order holds
   (the duplicate comes before the key's next row).
-* 3 parallel dispatchers (4 orders x 5 events), the one holding e1-1 stalls 1 s before
+* 3 parallel dispatchers (4 orders x 5 events), the one holding e1-1 stalls 3 s before
   its XADD: naive row claims let the other two send e1-2..e1-5 meanwhile, so key 1 ends
   `created` every run; one naive dispatcher with the same stall only waits (the break is
   the parallelism); per-key dispatchers skip the locked key. Killing one per-key
@@ -48,21 +49,21 @@ CELLS: list[Cell] = [
          dict(**HOLDS, published=eq(3 * RUNS)),
          note="the service rolls back e2-2 after writing both rows: it never existed"),
     Cell("p1-per-key", (KILL_AT_MARK,), RUN_COUNT,
-         dict(**HOLDS, duplicate_entries=eq(RUNS), duplicated=eq(RUNS), projection_drift=eq(RUNS)),
+         dict(**HOLDS, duplicate_entries=ge(RUNS), duplicated=ge(RUNS), projection_drift=ge(RUNS)),
          note="crash between XADD and mark: the row is sent twice; plain applies it twice"),
     Cell("p1-inbox", (KILL_AT_MARK,), RUN_COUNT,
-         dict(**HOLDS, duplicate_entries=eq(RUNS), redelivered=ge(RUNS), duplicated=eq(0),
+         dict(**HOLDS, duplicate_entries=ge(RUNS), redelivered=ge(RUNS), duplicated=eq(0),
               projection_drift=eq(0)),
          note="same crash, inbox by event_id: 2 entries, 1 inbox row, projection +1"),
     Cell("p1-inbox", (REPLY_LOST,), RUN_COUNT,
-         dict(**HOLDS, duplicate_entries=eq(RUNS), duplicated=eq(0), projection_drift=eq(0)),
+         dict(**HOLDS, duplicate_entries=ge(RUNS), duplicated=eq(0), projection_drift=eq(0)),
          note="XADD applied, reply lost: the row is relayed again; the inbox drops the copy"),
     Cell("p1-per-key:fail_event=", (REPLY_LOST,), RUN_COUNT,
-         dict(**HOLDS, duplicate_entries=eq(RUNS), duplicated=eq(RUNS), projection_drift=eq(RUNS)),
+         dict(**HOLDS, duplicate_entries=ge(RUNS), duplicated=ge(RUNS), projection_drift=ge(RUNS)),
          note="same lost reply with a plain UPDATE: the copy is applied twice"),
     Cell("p1-naive-n", (), RUN_COUNT,
          dict(wrong_final_state_runs=eq(RUNS), reordered=ge(RUNS), lost=eq(0), duplicate_entries=eq(0)),
-         note="3 naive dispatchers, e1-1's holder stalls 1 s: the others send e1-2..e1-5 first"),
+         note="3 naive dispatchers, e1-1's holder stalls 3 s: the others send e1-2..e1-5 first"),
     Cell("p1-naive-n:dispatchers=1", (), RUN_COUNT,
          dict(**HOLDS, duplicate_entries=eq(0)),
          note="the same stall with one naive dispatcher only delays everything: the break is the parallelism"),
@@ -70,7 +71,7 @@ CELLS: list[Cell] = [
          dict(**HOLDS, duplicate_entries=eq(0)),
          note="3 per-key dispatchers, same stall: the stalled one holds key 1's lock, the others skip the key"),
     Cell("p1-per-key-n", (KILL_AT_MARK,), RUN_COUNT,
-         dict(**HOLDS, duplicate_entries=eq(RUNS), duplicated=eq(RUNS)),
+         dict(**HOLDS, duplicate_entries=ge(RUNS), duplicated=ge(RUNS)),
          note="3 per-key dispatchers, one killed between XADD and mark: its key's re-send comes first"),
 ]
 ROWS = rows(CELLS)

@@ -14,8 +14,8 @@ import time
 from collections.abc import Iterable
 from pathlib import Path
 
-SHOWN_COUNTS = ("published", "lost", "duplicated", "reordered", "recovered", "redelivered",
-                "pending_left", "dlq")
+SHOWN_COUNTS = ("published", "lost", "duplicated", "reordered", "unexpected", "recovered", "redelivered",
+                "pending_left", "dlq", "unsettled_keys", "indeterminate")  # the last two explain a valid "wrong"
 STATUS_CLASSES = {"match": "match", "mismatch": "mismatch", "unknown": "unknown", "none": "noexp"}
 STYLE = """
 body { font-family: system-ui, sans-serif; margin: 1.5em; color: #212121; }

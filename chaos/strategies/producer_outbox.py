@@ -46,13 +46,14 @@ class OutboxProducer(Producer):
     params = {
         "dispatchers": Param(int, 1, "dispatcher processes relaying in parallel", min=1, max=MAX_DISPATCHERS),
         "poll_ms": Param(float, 100.0, "pause between two dispatcher rounds", min=1),
-        "timeout_ms": Param(float, 250.0, "socket timeout of one XADD", min=1),
+        "timeout_ms": Param(float, 2000.0, "socket timeout of one XADD (a timeout is an unknown outcome: "
+                            "the row is relayed again, a duplicate if Redis had it)", min=1),
         "fail_event": Param(str, "", "event_id whose publish fails its first fail_attempts tries ('' = none)"),
         "fail_attempts": Param(int, 2, "how many publishes of fail_event fail", min=0),
         "stall_event": Param(str, "", "event_id whose dispatcher waits stall_ms before its XADD, holding "
                              "its locks ('' = none)"),
-        "stall_ms": Param(float, 1000.0, "how long that dispatcher stalls (long enough for the "
-                          "service to write the key's later events even on a loaded machine)", min=0),
+        "stall_ms": Param(float, 3000.0, "how long that dispatcher stalls (long enough for the service to "
+                          "write the key's later events even on a loaded machine: 1 s was not, at load 16)", min=0),
         "rollback": Param(str, "", "event_ids (joined by '+') whose service transaction rolls back"),
         "respawn": Param(bool, True, "restart a dispatcher a fault killed (its failpoints off)"),
         "respawn_ms": Param(float, 0.0, "delay before that restart", min=0),

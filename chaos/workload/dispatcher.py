@@ -70,7 +70,7 @@ class DispatcherConfig:
 
     mode: str = "per-key"
     poll_ms: float = 100.0
-    timeout_ms: float = 250.0
+    timeout_ms: float = 2000.0
     fail: dict[str, Any] | None = None
     stall: dict[str, Any] | None = None
 

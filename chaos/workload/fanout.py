@@ -34,6 +34,7 @@ WORKER_DIED = 3
 
 def _worker(spec: dict[str, Any], jobs_fd: int, done_fd: int) -> int:
     env = WorkerEnv(spec)
+    env.op("info", "log", value={"started": "worker"})
     runner = JobRunner(env, build(GUARDS, spec["guard"]).bind(env), AckPolicy(**spec["ack"]["params"]), spec["group"])
     with os.fdopen(jobs_fd, "r") as jobs, os.fdopen(done_fd, "w", buffering=1) as done:
         for line in jobs:

@@ -5,6 +5,9 @@ surely did not run: the connection could not be made) or `info` (unknown: a time
 a connection lost after sending). The retrying producer schedules retry k at
 backoff*2^(k-1) after the first attempt while later events keep going out (async retry).
 An event with a `barrier` waits until those streams are fully acked (drain-then-switch).
+With `wait_replicas`, a publish whose WAIT answers fewer replicas is `info` (on the primary,
+not confirmed). The producer connects before its schedule starts and is released at t0
+(WorkerEnv.await_start), so its own start-up is not part of the schedule.
 """
 from __future__ import annotations
 

@@ -24,7 +24,9 @@ def _useful(op: dict) -> bool:
 
 
 class ProgressWatch:
-    """`poll()` returns the time of the last useful op seen so far (monotonic seconds)."""
+    """`poll()` returns the time of the last useful op seen so far (monotonic seconds);
+    `busy(processes)` says whether one of them is inside an apply (invoke not yet completed),
+    which no quiet period may cut short however long a stalled process takes."""
 
     def __init__(self, run_dir: Path) -> None:
         self.dir = history_dir(run_dir)
@@ -32,6 +34,21 @@ class ProgressWatch:
         self.partial: dict[Path, bytes] = {}
         self.last_useful = time.monotonic()
         self.useful_ops = 0
+        self.open_applies: dict[str, int] = {}
+
+    def busy(self, processes: list[str]) -> bool:
+        return any(self.open_applies.get(p, 0) > 0 for p in processes)
+
+    def _track(self, op: dict) -> None:
+        value = op.get("value")
+        if op.get("f") == "log" and isinstance(value, dict) and "started" in value:
+            self.open_applies[op.get("process", "")] = 0  # a new incarnation: the dead one's invokes dangle
+            return
+        if op.get("f") != "apply" or op.get("entry_id") is None:  # released parked events carry none
+            return
+        delta = 1 if op.get("type") == "invoke" else -1
+        process = op.get("process", "")
+        self.open_applies[process] = max(0, self.open_applies.get(process, 0) + delta)
 
     def poll(self) -> float:
         if not self.dir.is_dir():
@@ -56,6 +73,7 @@ class ProgressWatch:
                     op = json.loads(line)
                 except ValueError:
                     continue
+                self._track(op)
                 if _useful(op):
                     self.useful_ops += 1
                     self.last_useful = max(self.last_useful, op.get("time", 0.0))

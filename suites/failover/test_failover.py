@@ -11,7 +11,7 @@ from collections import Counter
 
 import pytest
 
-from chaos.expectations.failover import CELLS, FAULT, WAIT_CELL, prefetches, preset_cell
+from chaos.expectations.failover import CELLS, FAULT_NAME, WAIT_CELL, prefetches, preset_cell
 from faults import suite
 
 PRESET_CELLS = [c for c in CELLS if c is not WAIT_CELL]
@@ -20,7 +20,7 @@ PRESET_CELLS = [c for c in CELLS if c is not WAIT_CELL]
 def promoted_at(outcome: suite.CellRun, run: int) -> float:
     """When the run's replica was promoted; fails the test if it never was."""
     history = outcome.histories[run]
-    stops = [op for op in history if op["f"] == "fault" and op.get("value", {}).get("name") == FAULT
+    stops = [op for op in history if op["f"] == "fault" and op.get("value", {}).get("name") == FAULT_NAME
              and op["value"].get("phase") == "stop"]
     assert stops and stops[0]["value"].get("failed_over"), (
         f"NO FAILOVER in run {run} of {outcome.cell.test_id}: fault ops {outcome.fault_ops(run)}; "
@@ -39,7 +39,8 @@ def redeliveries_by_via(outcome: suite.CellRun, run: int) -> Counter:
                    and op.get("event_id") in before)
 
 
-@pytest.mark.parametrize("cell", PRESET_CELLS, ids=[c.preset for c in PRESET_CELLS])
+@pytest.mark.parametrize("cell", PRESET_CELLS, ids=[c.test_id.split("|", 1)[0] + ("+" + c.faults[1].split(":")[0] if len(c.faults) > 1 else "")
+                              for c in PRESET_CELLS])
 def test_failover_cell(cell, cluster, chaos_options) -> None:
     outcome = suite.run(cell, cluster, chaos_options)
     kinds = [redeliveries_by_via(outcome, run) for run in range(len(outcome.histories))]

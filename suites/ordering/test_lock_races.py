@@ -5,13 +5,19 @@ guard) lets the `paid` consumer reach the lock first, so the lock serializes the
 writes in the wrong order: wrong every run.
 
 Rate, S4a (no failpoint): the race is decided in the first millisecond after the XADDs
-(whichever consumer wakes first locks first), so its rate depends on the machine. Measured
-on this 2-core box (shared with 4 other sessions): 31/200 = 15.5 % on direct links (time
-scale 1 and 0.2 alike), 32/270 = 11.9 % (99 % Wilson CI 7.7 %..17.9 %) through the
-proxies at scale 0.25. The run count takes a conservative lower rate of 5 % (below every
-CI's lower bound): runs_for_false_zero(0.05) = 270 runs, so a correct framework reports a
-false zero with probability 0.95^270 = 9.7e-7 < 1e-6. The time scale is capped at 0.25:
-it only shortens the 800 ms job, not the race at the XADDs (same rate at 1 and 0.2).
+(whichever consumer wakes first locks first; the producer sends `paid` one round trip after
+`created`, which favours the `created` consumer), so its rate depends on the machine.
+Measured on this 2-core box shared with 4 other sessions: 31/200 = 15.5 % on direct links
+(time scale 1 and 0.2 alike), through the proxies at scale 0.25: 32/270 = 11.9 % (99 %
+Wilson CI 7.7..17.9 %) at load ~8 and 23/270 = 8.5 % (CI 5.1..13.9 %) at load ~18. The run
+count takes a lower rate of 3 %, below every CI's lower bound: runs_for_false_zero(0.03) =
+454 runs, so a correct framework reports a false zero with probability 0.97^454 < 1e-6.
+The time scale is capped at 0.1 for these runs: it shortens the 800 ms job (a run then
+takes ~0.35 s), not the race at the XADDs (same rate at scale 1 and 0.2). The producer's
+socket timeout scales too, and 25 ms fires on a loaded box (a retried XADD then duplicates
+the event: measured 2 in 454 runs at load 23), so these runs give it 2500 ms (250 ms after
+scaling). Measured with these settings: 49/454 = 10.8 % (7.6..15.1 %) and 57/454 = 12.6 %
+(9.1..17.1 %) at load 16-23.
 
 Rate, S4b (0-30 ms jitter before locking): the jitter, not the wake-up order, decides, so
 the rate is near half when the jitter dwarfs the consumers' wake-up gap (37.5 % at scale 1
@@ -22,15 +28,15 @@ with probability far below that. The measured rate and its CI are printed.
 """
 from __future__ import annotations
 
-from chaos.expectations import assert_cell, expect
 from chaos.workload.rates import runs_for_false_zero, wilson
 
-S4A_LOW_RATE = 0.05
-S4A_RUNS = runs_for_false_zero(S4A_LOW_RATE)      # 270
+S4A_LOW_RATE = 0.03
+S4A_RUNS = runs_for_false_zero(S4A_LOW_RATE)      # 454
 S4B_LOW_RATE = 0.10
 S4B_RUNS = runs_for_false_zero(S4B_LOW_RATE)      # 132
-S4A_SCALE_CAP, S4B_SCALE_CAP = 0.25, 0.5
+S4A_SCALE_CAP, S4B_SCALE_CAP = 0.1, 0.5
 
+STEADY_PRODUCER = "timeout_ms=2500"   # 250 ms after the 0.1 scale: no spurious publish retries
 CREATED_LOCKS_LAST = {"consumer": {"before_lock": {"action": "pause", "pause_ms": 200, "etype": "created"}}}
 
 
@@ -46,18 +52,29 @@ def _scale(options, cap: float) -> float:
     return min(options.time_scale, cap)
 
 
-def test_s4a_wrong_rate_is_above_zero(run_preset, chaos_options):
-    cell = run_preset("s4a", S4A_RUNS, fixed_runs=True, time_scale=_scale(chaos_options, S4A_SCALE_CAP))
+def test_s4a_wrong_rate_is_above_zero(run_preset, chaos_options, record_property):
+    cell = run_preset(f"s4a:{STEADY_PRODUCER}", S4A_RUNS, fixed_runs=True,
+                      time_scale=_scale(chaos_options, S4A_SCALE_CAP))
     rate = wilson(cell.counts.wrong_final_state_runs, cell.run_count)
-    print(f"S4a wrong rate: {rate}")
-    assert_cell(cell, expect("s4a"), preset="s4a", fault="none")
+    print(f"S4a wrong rate: {rate}; releases that found the lock expired: {cell.counts.releases_failed}")
+    record_property("s4a_wrong_rate", str(rate))
+    _holds_what_always_holds(cell)
     assert rate.k > 0, f"S4a never went wrong in {rate.n} runs: {rate}"
 
 
-def test_s4b_wrong_about_half(run_preset, chaos_options):
-    cell = run_preset("s4b", S4B_RUNS, fixed_runs=True, time_scale=_scale(chaos_options, S4B_SCALE_CAP))
+def _holds_what_always_holds(cell) -> None:
+    """What a lock guarantees whatever the race: nothing lost, nothing applied twice, all handled."""
+    c = cell.counts
+    assert cell.verdict != "unknown", cell.unknown_reasons[:3]
+    assert c.lost == 0 and c.duplicated == 0 and c.handled == c.published == 2 * cell.run_count, c
+
+
+def test_s4b_wrong_about_half(run_preset, chaos_options, record_property):
+    cell = run_preset(f"s4b:{STEADY_PRODUCER}", S4B_RUNS, fixed_runs=True,
+                      time_scale=_scale(chaos_options, S4B_SCALE_CAP))
     rate = wilson(cell.counts.wrong_final_state_runs, cell.run_count)
     print(f"S4b wrong rate: {rate}")
-    assert_cell(cell, expect("s4b"), preset="s4b", fault="none")
+    record_property("s4b_wrong_rate", str(rate))
+    _holds_what_always_holds(cell)
     assert rate.k > 0, f"S4b never went wrong in {rate.n} runs: {rate}"
     assert rate.value <= 0.85, f"S4b is a race, not always wrong: {rate}"

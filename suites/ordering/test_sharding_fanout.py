@@ -16,7 +16,7 @@ def _throughput(cell) -> float:
     return sum(values) / len(values)
 
 
-def test_s2_and_s3_keep_order_and_scale(run_preset):
+def test_s2_and_s3_keep_order_and_scale(run_preset, record_property):
     s1 = run_preset("s1", 1, parts=MANY)
     assert s1.verdict == "valid" and s1.counts.published == 600, s1.counts
     base = _throughput(s1)
@@ -24,6 +24,7 @@ def test_s2_and_s3_keep_order_and_scale(run_preset):
         cell = run_preset(preset, 2)
         assert_cell(cell, expect(preset), preset=preset, fault="none")
         ratio = _throughput(cell) / base
+        record_property(f"{preset}_throughput_ratio_vs_s1", round(ratio, 2))
         print(f"{preset}: {_throughput(cell):.0f} events/s vs S1 {base:.0f} events/s: ratio {ratio:.2f} "
               f"(4 consumers, 5 ms per event)")
         assert cell.counts.published == 600 * cell.run_count
@@ -45,6 +46,15 @@ def test_s2_drain_then_switch_keeps_order(run_preset):
     assert_cell(cell, expect(spec), preset=spec, fault="none")
     print(f"drain-then-switch: wrong {cell.counts.wrong_final_state_runs}/{cell.run_count}, "
           f"published {cell.counts.published}")
+
+
+def test_recommended_survives_the_naive_reshard(run_preset):
+    """The same naive 4 -> 8 switch under S2 + CAS + inbox: the late older events are stale."""
+    spec = "recommended:reshard_to=8,reshard_after=300"
+    cell = run_preset(spec, 1)
+    print(f"recommended + naive reshard: wrong {cell.counts.wrong_final_state_runs}/{cell.run_count}, "
+          f"duplicated {cell.counts.duplicated}")
+    assert_cell(cell, expect(spec), preset=spec, fault="none")
 
 
 def test_s3_reader_killed_mid_stream_recovers_in_order(run_preset):

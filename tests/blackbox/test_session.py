@@ -16,7 +16,7 @@ from chaos.blackbox.session import run_blackbox
 from chaos.cli import EXIT_UNKNOWN
 
 ROOT = Path(__file__).resolve().parents[2]
-CONFIG = {"worker": {"processes": 2, "schema": str(ROOT / "examples/orders_schema.sql"), "ready_timeout_s": 5,
+CONFIG = {"worker": {"processes": 2, "schema": str(ROOT / "examples/orders_schema.sql"), "ready_timeout_s": 30,
                      "drain_s": 2},
           "state": {"table": "orders", "key": "id", "status": "status", "version": "version"},
           "workload": {"keys": 5}}

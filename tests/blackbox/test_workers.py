@@ -23,7 +23,7 @@ def gone(pid: int) -> bool:
 
 
 def pool(cluster, tmp_path: Path, code: str, **spec) -> WorkerPool:
-    return WorkerPool([PY, "-c", code], WorkerSpec(**{"processes": 2, "ready_timeout_s": 5, **spec}),
+    return WorkerPool([PY, "-c", code], WorkerSpec(**{"processes": 2, "ready_timeout_s": 30, **spec}),
                       cluster.worker_links, tmp_path / "workers")
 
 
@@ -58,7 +58,7 @@ def test_workers_get_their_own_links_and_names(cluster, tmp_path: Path) -> None:
     code = ("import os, redis, time; r = redis.Redis.from_url(os.environ['CHAOS_REDIS_URL']); "
             "r.rpush('seen', '|'.join(os.environ[k] for k in ('CHAOS_CONSUMER', 'CHAOS_STREAM', 'CHAOS_GROUP', "
             "'CHAOS_REDIS_URL', 'CHAOS_PG_DSN'))); time.sleep(60)")
-    p = pool(cluster, tmp_path, code)
+    p = pool(cluster, tmp_path, code, ready_timeout_s=30)  # importing redis on a loaded machine
     p.start()
     try:
         r = cluster.direct_redis()

@@ -86,6 +86,16 @@ class TestLost:
         assert result.counts.lost == 0
         assert getattr(result.counts, "pending_left" if where == "pending" else where) == 1
 
+    def test_handled_but_unacked_entry_is_handled_pending(self):
+        """ack after, killed between the write and the XACK: handled, yet still in the PEL."""
+        h = History().publish(CREATED_42, entry_id="1-0").publish(PAID_42, entry_id="2-0")
+        h.deliver(CREATED_42, "1-0").apply(CREATED_42).deliver(PAID_42, "2-0")
+        pending = [{"entry_id": e, "stream": "orders", "event_id": eid, "consumer": "C1", "delivery_count": 1}
+                   for e, eid in (("1-0", "e42-1"), ("2-0", "e42-2"))]
+        c = check_run(h.ops, final({"42": ("created", 1)}, pending=pending)).counts
+        assert (c.handled, c.handled_pending, c.pending_left, c.lost) == (1, 1, 2, 0)
+        assert c.pending_left == c.published - c.undelivered - c.handled + c.handled_pending
+
     def test_dlq_op_keeps_an_event_from_being_lost(self):
         h = History().publish(CREATED_42, entry_id="1-0").deliver(CREATED_42, "1-0")
         h.op("C1", "ok", "dlq", **CREATED_42.fields, entry_id="1-0")

@@ -4,7 +4,7 @@ or the final row proves what happened (docs/checker.md, "Unknown-outcome applies
 from __future__ import annotations
 
 import pytest
-from checker_histories import CREATED_42, PAID_42, History, final
+from checker_histories import CREATED_42, PAID_42, Ev, History, final
 
 from chaos.checker import VALID, check_run
 
@@ -103,3 +103,17 @@ def test_recovered_when_the_unknown_apply_followed_a_claim_after_a_fault():
     h.apply_unknown(CREATED_42, process="C2").fault("pg-reset", "stop")
     c = check_run(h.ops, final(CREATED, projection={"42": 1})).counts
     assert (c.recovered, c.handled, c.lost) == (1, 1, 0)
+
+
+@pytest.mark.parametrize("landed", [False, True])
+def test_ack_on_receive_kill_mid_apply_keeps_lost_equal_to_delivered_minus_handled(landed):
+    """The delivery suite's invariant must hold whichever way the killed apply went."""
+    jobs = [Ev(f"ej{n}-1", f"j{n}", 1, "done") for n in range(3)]
+    h = History()
+    for n, job in enumerate(jobs):
+        h.publish(job, entry_id=f"{n}-0").deliver(job, f"{n}-0").ack(job, f"{n}-0")
+    h.apply(jobs[0]).apply_unknown(jobs[1], dangling=True)  # SIGKILL during the second job's apply
+    projection = {"j0": 1, "j1": int(landed), "j2": 0}
+    c = check_run(h.ops, final(projection=projection)).counts
+    assert (c.handled, c.lost, c.indeterminate) == (1 + landed, 2 - landed, 0)
+    assert c.lost == c.delivered - c.handled

@@ -90,6 +90,14 @@ class TestMatrix:
         assert "4 cells: 1 match, 1 mismatch, 1 unknown, 1 none" in page
         assert "expected: wrong_final_state_runs == runs" in page
 
+    def test_a_valid_cell_with_a_wrong_key_shows_why(self):
+        """ack after + a kill: the row is wrong only because paid still waits in the PEL."""
+        h = History().publish(CREATED_42, entry_id="1-0").publish(PAID_42, entry_id="2-0").handle(CREATED_42, "1-0")
+        pending = [{"entry_id": "2-0", "stream": "orders", "event_id": "e42-2", "consumer": "C1", "delivery_count": 1}]
+        cell = summarize([check_run(h.ops, final({"42": ("created", 1)}, pending=pending))])
+        page = render_matrix([cell.to_json(preset="ack-after", fault="kill-consumer")])
+        assert '<div class="verdict valid">' in page and "unsettled_keys=1" in page and "pending_left=1" in page
+
     def test_cell_without_preset_is_refused(self):
         with pytest.raises(ValueError, match="without 'preset'"):
             render_matrix([{"fault": "none"}])

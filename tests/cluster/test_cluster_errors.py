@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from chaos.cluster import MissingBinary, ServerStartError, UnknownBackend, check_backend, start_cluster
+from chaos.cluster import ClusterError, MissingBinary, ServerStartError, UnknownBackend, check_backend, start_cluster
 from chaos.cluster.binaries import pg_bin_dir, redis_server
 from chaos.cluster.native import NativeCluster
 from chaos.cluster.ports import free_port
@@ -82,3 +82,11 @@ def test_a_port_taken_meanwhile_is_retried_on_another(monkeypatch):
                 assert client.ping()
     finally:
         busy.close()
+
+
+@pytest.mark.skipif(__import__("os").geteuid() != 0, reason="only root must switch to a postgres user")
+def test_root_without_a_postgres_user_names_how_to_make_one(monkeypatch):
+    import chaos.cluster.pg_template as pg_template
+    monkeypatch.setattr(pg_template, "RUN_AS", "chaos-no-such-user")
+    with pytest.raises(ClusterError, match="useradd --system chaos-no-such-user"):
+        pg_template.run_as_user()

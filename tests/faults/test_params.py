@@ -93,10 +93,17 @@ def test_check_rejects_a_target_or_failpoint_the_run_lacks() -> None:
     plan = Plan(roles={"consumer": ["C1", "C2"], "producer": ["P-order"]},
                 failpoints={"consumer": {"mid_batch", "before_apply"}})
     get_fault("kill-consumer:at=mid_batch,target=C2").check(plan)
-    with pytest.raises(BadArguments, match="no such role or worker; it has: consumer, producer, C1"):
+    with pytest.raises(BadArguments, match="target=C9 is not a role or worker of this run; it has: consumer, producer, C1"):
         get_fault("kill-consumer:at=mid_batch,target=C9").check(plan)
     with pytest.raises(BadArguments, match="no consumer worker has failpoint after_apply_before_ack"):
         get_fault("kill-consumer:at=after_apply_before_ack").check(plan)
+    with pytest.raises(BadArguments, match="target=C3 is not a role or worker of this run"):
+        get_fault("pause:target=C3").check(plan)
+    with pytest.raises(BadArguments, match="role=dispatcher is not a role or worker"):
+        get_fault("sigterm:role=dispatcher").check(plan)
+    with pytest.raises(BadArguments, match="no 'replication' link"):
+        get_fault("latency:link=replication").check(Plan(roles=plan.roles, links={"redis", "postgres"}))
+    get_fault("latency:link=postgres,target=consumer").check(plan)
 
 
 def test_nemesis_schedule_replays_with_the_seed_and_stays_in_bounds() -> None:

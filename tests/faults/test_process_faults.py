@@ -48,7 +48,7 @@ def consumers(spawn, n: int = 3, code: str = SLEEPER) -> dict[str, list[ProcessH
 
 def test_kill_consumer_sigkills_the_target_at_its_time(procs) -> None:
     ctx = LocalContext(None, seed=5, roles=consumers(procs))
-    fault = get_fault("kill-consumer:at_ms=200,target=C2")
+    fault = get_fault("kill-consumer:after_entries=0,at_ms=200,target=C2")
     t0 = time.monotonic()
     FaultThread(fault, ctx).start().join(10)
     victim = ctx.workers("C2")[0]
@@ -63,7 +63,7 @@ def test_kill_consumer_victim_replays_with_the_seed(procs) -> None:
     victims = []
     for seed in (11, 11, 12, 13, 14):
         ctx = LocalContext(None, seed=seed, roles=consumers(procs, 4))
-        fault = get_fault("kill-consumer:at_ms=0")
+        fault = get_fault("kill-consumer:after_entries=0,at_ms=0")
         FaultThread(fault, ctx).start().join(10)
         victims.append(fault.killed[0])
     assert victims[0] == victims[1]
@@ -113,5 +113,5 @@ def test_sigterm_kills_a_worker_that_outlives_its_grace(procs) -> None:
 def test_a_fault_without_a_live_target_errors(procs) -> None:
     ctx = LocalContext(None, seed=1, roles=consumers(procs, 1))
     with pytest.raises(FaultError, match="no live consumer worker named 'C7'"):
-        FaultThread(get_fault("kill-consumer:at_ms=0,target=C7"), ctx).start().join(10)
+        FaultThread(get_fault("kill-consumer:after_entries=0,at_ms=0,target=C7"), ctx).start().join(10)
     assert process_alive(ctx.workers("C1")[0].pid)

@@ -13,7 +13,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Iterator
 
 import psycopg
 import pytest
@@ -22,6 +22,7 @@ from chaos.cluster.spawner import spawn, stop
 from chaos.history import read_history
 from chaos.workload.dispatcher import ROLE
 from chaos.workload.outbox import create_schema, unpublished_count
+from faults.kill_dispatcher import process_stopped
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -86,7 +87,22 @@ class Relay:
         marker.unlink()
         return info
 
+    def wait_failpoint_any(self, name: str, timeout: float = 15.0) -> dict:
+        """Until some dispatcher stopped itself at failpoint `name`; its op (with `pid`)."""
+        deadline = time.monotonic() + timeout
+        directory = self.run_dir / "failpoints"
+        while time.monotonic() < deadline:
+            for marker in sorted(directory.glob(f"dispatcher-*.{name}")) if directory.is_dir() else []:
+                return self.wait_failpoint(marker.name[: -len(name) - 1], name)
+            time.sleep(0.005)
+        raise AssertionError(f"no dispatcher reached failpoint {name} in {timeout} s{self.logs()}")
+
     def resume(self, proc: subprocess.Popen) -> None:
+        """SIGCONT once the process really stopped: its failpoint writes the marker before it
+        SIGSTOPs itself, and a SIGCONT sent in between would be lost."""
+        deadline = time.monotonic() + 5
+        while not process_stopped(proc.pid) and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.002)
         proc.send_signal(signal.SIGCONT)
 
     def logs(self) -> str:
@@ -94,6 +110,8 @@ class Relay:
 
     def stop(self) -> None:
         for proc in self.procs:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGCONT)  # one stopped at a `signal` failpoint exits too
             stop(proc, signal.SIGTERM)
 
 

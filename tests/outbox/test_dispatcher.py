@@ -11,7 +11,6 @@ import time
 
 import pytest
 
-from chaos.history import read_history
 from chaos.workload.outbox import OutboxEvent, read_outbox, read_source, record_event
 
 STREAM = "orders"
@@ -24,9 +23,17 @@ def event(key: int, version: int, etype: str) -> OutboxEvent:
 
 
 def reference_pairs(conn) -> None:
+    """#42 and #43, created then paid, each event its own service transaction."""
     for key in (42, 43):
         record_event(conn, event(key, 1, "created"))
         record_event(conn, event(key, 2, "paid"))
+
+
+def at_once(write, conn, *args) -> None:
+    """Make a batch of writes visible together (one outer transaction, each write a savepoint),
+    so a stall test does not depend on how fast a loaded machine writes the rows."""
+    with conn.transaction():
+        write(conn, *args)
 
 
 def stream_order(redis_client) -> dict[str, list[str]]:
@@ -39,7 +46,7 @@ def stream_order(redis_client) -> dict[str, list[str]]:
 
 SLOW_PUBLISH = {"before_publish": {"action": "pause", "pause_ms": 2, "count": 10**6}}
 FAIL_42_CREATED = {"event_id": "e42-1", "attempts": 2}
-STALL_CREATED = {"before_publish": {"action": "pause", "pause_ms": 300, "count": 10, "etype": "created"}}
+STALL_CREATED = {"before_publish": {"action": "pause", "pause_ms": 1000, "count": 10, "etype": "created"}}
 
 
 def test_rollback_leaves_neither_row(outbox_db):
@@ -75,10 +82,10 @@ def test_per_key_blocks_only_the_failed_key(outbox_db, cluster, relay):
 
 
 def test_parallel_naive_breaks_key_order(outbox_db, cluster, relay):
-    """Two naive dispatchers: the one holding a `created` stalls 300 ms, the other sends `paid` first."""
+    """Two naive dispatchers: the one holding a `created` stalls 1 s, the other sends `paid` first."""
     relay.start(2, "naive", {"dispatcher-1": STALL_CREATED, "dispatcher-2": STALL_CREATED}, poll_ms=20)
-    relay.wait_started( 2)
-    reference_pairs(outbox_db)
+    relay.wait_started(2)
+    at_once(reference_pairs, outbox_db)
     relay.drain(outbox_db)
     order = stream_order(cluster.direct_redis())
     assert order["42"] == ["e42-2", "e42-1"], order
@@ -87,8 +94,8 @@ def test_parallel_naive_breaks_key_order(outbox_db, cluster, relay):
 
 def test_parallel_per_key_keeps_key_order_under_stall(outbox_db, cluster, relay):
     relay.start(2, "per-key", {"dispatcher-1": STALL_CREATED, "dispatcher-2": STALL_CREATED}, poll_ms=20)
-    relay.wait_started( 2)
-    reference_pairs(outbox_db)
+    relay.wait_started(2)
+    at_once(reference_pairs, outbox_db)
     relay.drain(outbox_db)
     assert stream_order(cluster.direct_redis()) == {"42": ["e42-1", "e42-2"], "43": ["e43-1", "e43-2"]}
 
@@ -100,7 +107,7 @@ def test_parallel_per_key_under_load_keeps_every_key_in_order(outbox_db, cluster
     hands between rounds, which is where a dispatcher without the key lock would reorder.
     """
     relay.start(3, "per-key", {f"dispatcher-{i}": SLOW_PUBLISH for i in (1, 2, 3)}, poll_ms=5)
-    relay.wait_started( 3)
+    relay.wait_started(3)
     for version in range(1, 6):
         for key in range(40):
             record_event(outbox_db, event(key, version, f"s{version}"))
@@ -152,16 +159,16 @@ def out_of_order(order: dict[str, list[str]]) -> int:
 
 @pytest.mark.parametrize("mode", ["naive", "per-key"])
 def test_parallel_dispatchers_on_hot_keys_with_a_stalled_row(outbox_db, cluster, relay, mode):
-    """3 dispatchers, 2 keys x 30 events, every row of version 5 stalls 100 ms before its XADD.
+    """3 dispatchers, 2 keys x 30 events, every row of version 5 stalls 300 ms before its XADD.
 
     Naive row claims let the free dispatchers send versions 6, 7, ... of the stalled key
-    meanwhile (deterministic: the window is 100 ms, a claim takes about 1 ms); the key lock
-    makes the same stall only delay its key.
+    meanwhile (deterministic: all rows are visible at once, the window is 300 ms, a claim
+    takes about 1 ms); the key lock makes the same stall only delay its key.
     """
-    stall = {"before_publish": {"action": "pause", "pause_ms": 100, "count": 10**6, "etype": "s5"}}
+    stall = {"before_publish": {"action": "pause", "pause_ms": 300, "count": 10**6, "etype": "s5"}}
     relay.start(3, mode, {f"dispatcher-{i}": stall for i in (1, 2, 3)}, poll_ms=5)
-    relay.wait_started( 3)
-    hot_keys_load(outbox_db)
+    relay.wait_started(3)
+    at_once(hot_keys_load, outbox_db)
     relay.drain(outbox_db, 30)
     order = stream_order(cluster.direct_redis())
     reordered = out_of_order(order)
@@ -195,3 +202,21 @@ def test_one_publish_lost_to_a_real_link_outage(outbox_db, cluster, relay, mode,
     failed = [op for op in relay.history() if op["f"] == "publish" and op["type"] in ("fail", "info")]
     assert [(op["event_id"], op["type"]) for op in failed] == [("e42-1", "fail")], failed
     assert "connecting" in failed[0]["value"]["error"].lower(), "a refused connection, not an injected error"
+
+
+def test_a_stopped_per_key_dispatcher_holds_its_key_until_it_resumes(outbox_db, cluster, relay):
+    """The known price of the session lock: SIGSTOP (not a crash) keeps the key's lock, so the
+    key waits for the stopped dispatcher; other keys go on through the other dispatcher."""
+    stop_at_42 = {"before_publish": {"action": "signal", "event_id": "e42-1"}}
+    procs = relay.start(2, "per-key", {"dispatcher-1": stop_at_42, "dispatcher-2": stop_at_42}, poll_ms=10)
+    relay.wait_started(2)
+    at_once(reference_pairs, outbox_db)
+    info = relay.wait_failpoint_any("before_publish")
+    stopped = next(p for p in procs if p.pid == info["pid"])
+    time.sleep(0.5)
+    during = stream_order(cluster.direct_redis())
+    relay.resume(stopped)
+    relay.drain(outbox_db)
+    assert during.get("43") == ["e43-1", "e43-2"], f"#43 should go out meanwhile: {during}"
+    assert "42" not in during, f"#42 must wait for the stopped lock holder: {during}"
+    assert stream_order(cluster.direct_redis())["42"] == ["e42-1", "e42-2"]

@@ -6,6 +6,7 @@ which is the write side of the `recommended` preset.
 """
 from __future__ import annotations
 
+import time
 from typing import Callable
 
 from chaos.strategies.guards.base import APPLIED, DUPLICATE, STALE, Guard, Outcome
@@ -28,4 +29,5 @@ class Inbox(Guard):
             if cur.execute(_INSERT, (ev.event_id,)).fetchone() is None:
                 return Outcome(0, DUPLICATE, {"status": ev.etype, "inbox": "seen"})
             rows = self.write(cur, ev, if_older=self.cas)
-        return Outcome(rows, APPLIED if rows or not self.cas else STALE, {"status": ev.etype})
+            locked_at = time.monotonic()  # row lock held until COMMIT: orders the writes of a key
+        return Outcome(rows, APPLIED if rows or not self.cas else STALE, {"status": ev.etype, "locked_at": locked_at})

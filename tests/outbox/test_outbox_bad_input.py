@@ -37,7 +37,7 @@ def test_plans_are_one_service_and_n_dispatchers():
         ("dispatcher-1", "dispatcher", "dispatcher"), ("dispatcher-2", "dispatcher", "dispatcher"),
         ("dispatcher-3", "dispatcher", "dispatcher")]
     assert plans[1].respawn and plans[1].spec["dispatcher"] == {
-        "mode": "per-key", "poll_ms": 100.0, "timeout_ms": 250.0, "fail": {"event_id": "e1-1", "attempts": 2},
+        "mode": "per-key", "poll_ms": 100.0, "timeout_ms": 2000.0, "fail": {"event_id": "e1-1", "attempts": 2},
         "stall": None}
 
 

@@ -18,7 +18,7 @@ import signal
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +36,7 @@ from chaos.workload.env import ready_marker
 from chaos.workload.events import Event
 from chaos.workload.final_state import fully_acked, read_final_state
 from chaos.workload.forkserver import Child, fork_server
-from chaos.workload.procutil import describe_exit, tail
+from chaos.workload.procutil import describe_exit, process_stopped, tail
 from chaos.workload.progress import ProgressWatch
 
 TERMINATING = {signal.SIGKILL, signal.SIGTERM, signal.SIGINT, signal.SIGQUIT}
@@ -122,6 +122,10 @@ class RunContext:
                          f"(is it armed with action=signal for the right role?)")
 
     def resume(self, worker: WorkerHandle) -> None:
+        # A SIGCONT that overtakes the worker's own SIGSTOP is lost (see process_stopped).
+        deadline = time.monotonic() + 5.0
+        while time.monotonic() < deadline and worker.alive() and not process_stopped(worker.pid):
+            time.sleep(0.001)
         worker.child.kill(signal.SIGCONT)
 
     def record(self, phase: str, **value: Any) -> None:
@@ -632,7 +636,7 @@ def _check_faults(cell: _Cell, specs: list[Any], strategy: Strategy) -> None:
 def _tidy(summary: CellResult, keep_runs: str) -> None:
     if keep_runs == "always":
         return
-    for result, path in zip(summary.runs, summary.run_dirs):
+    for result, path in zip(summary.runs, summary.run_dirs, strict=True):
         if keep_runs == "never" or result.verdict == "valid":
             shutil.rmtree(path, ignore_errors=True)
     root = summary.run_root

@@ -14,6 +14,7 @@ from __future__ import annotations
 import signal
 
 from chaos.cli import BadArguments
+from chaos.workload.procutil import process_stopped
 from faults.base import FaultContext, FaultError, Param, wait_until
 from faults.kill_consumer import KillConsumer
 
@@ -86,11 +87,3 @@ class KillDispatcher(KillConsumer):
             ctx.resume(later)
             ctx.record("info", name=self.name, resumed=later.name)
 
-
-def process_stopped(pid: int) -> bool:
-    """Whether the process is in the stopped state (T) after a SIGSTOP."""
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().rsplit(")", 1)[1].split()[0] in ("T", "t")
-    except (OSError, IndexError):
-        return False

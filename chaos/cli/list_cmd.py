@@ -67,7 +67,7 @@ def describe(name: str) -> str:
         return "\n".join(lines)
     if name in FAULTS:
         return describe_fault(name)
-    for slot, registry in _REGISTRIES.items():
+    for registry in _REGISTRIES.values():
         if name in registry:
             return "\n".join(_part_lines(registry[name]()))
     parts = sorted({n for r in _REGISTRIES.values() for n in r})

@@ -96,8 +96,8 @@ def bake_in_background(bin_dir: Path) -> None:
     def bake() -> None:
         try:
             bake_template(bin_dir)
-        except ServerStartError:
-            pass                   # the log stays in the cache dir
+        except (ServerStartError, OSError):
+            pass                   # the log stays in the cache dir (or the cache dir itself went away)
     thread = threading.Thread(target=bake, name="chaos-pg-bake", daemon=True)
     _BAKES.append(thread)
     thread.start()

@@ -26,7 +26,7 @@ from chaos.strategies.part import build
 from chaos.workload.consumer import LINK_ERRORS, GroupReader
 from chaos.workload.env import WorkerEnv
 from chaos.workload.events import Event
-from chaos.workload.jobs import DONE, JobRunner
+from chaos.workload.jobs import JobRunner
 from chaos.workload.procutil import die_with_parent
 
 WORKER_DIED = 3

@@ -43,3 +43,17 @@ def tail(path: os.PathLike | str, lines: int = 20) -> str:
             return b"\n".join(fh.read().splitlines()[-lines:]).decode(errors="replace")
     except OSError:
         return ""
+
+
+def process_stopped(pid: int) -> bool:
+    """Whether the process is in the stopped state (T) after a SIGSTOP.
+
+    A worker at a `signal` failpoint writes its marker *before* it stops itself; a SIGCONT
+    sent in between is lost and the worker stays stopped for good, so whoever resumes it
+    waits for this first.
+    """
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] in ("T", "t")
+    except (OSError, IndexError):
+        return False

@@ -37,25 +37,28 @@ def test_business_row_first_makes_the_second_writer_wait_for_the_first(outbox_db
     relay.start(1, "per-key", poll_ms=10)
     relay.wait_started(1)
     early, late = event(42, 1, "created"), event(42, 2, "paid")
-    waited: dict[str, float] = {}
+    started, done = threading.Event(), threading.Event()
 
     def second_service() -> None:
         with cluster.pg_connect() as conn:
-            t0 = time.monotonic()
+            started.set()
             record_event(conn, late)
-            waited["s"] = time.monotonic() - t0
+            done.set()
 
     with cluster.pg_connect() as slow:
         with slow.transaction():
             slow.execute(outbox.UPSERT_SOURCE, (early.key, early.etype, early.version))
             other = threading.Thread(target=second_service)
             other.start()
+            assert started.wait(10), "the second service never connected"
             time.sleep(0.3)  # the second service is blocked on the business row meanwhile
+            blocked = not done.is_set()
             slow.execute(outbox.INSERT_OUTBOX, (early.event_id, early.key, early.version, early.etype,
                                                  STREAM, '{"event_id": "e42-1", "key": "42"}'))
         other.join(10)
     relay.drain(outbox_db)
     ids = {r.event_id: r.id for r in outbox.read_outbox(outbox_db)}
-    assert waited["s"] >= 0.25, f"the second service should have waited for the row lock ({waited['s']:.3f} s)"
+    assert blocked, "the second service committed while the first held the business row's lock"
+    assert done.is_set(), "the second service never committed after the first did"
     assert ids["e42-1"] < ids["e42-2"], ids
     assert stream_order(cluster.direct_redis())["42"] == ["e42-1", "e42-2"]

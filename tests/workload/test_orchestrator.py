@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import threading
 import time
@@ -36,6 +37,7 @@ def test_baseline_is_wrong_every_run_and_keeps_its_run_dirs(cluster):
     assert cell.counts.wrong_final_state_runs == 2 and cell.verdict == "invalid"
     assert all((d / "history" / "C1.jsonl").exists() for d in cell.run_dirs)
     assert cell.metrics[0].work_s >= 0.8 * 0.2  # created costs 800 ms (scaled): a firm lower bound
+    shutil.rmtree(cell.run_root)
 
 
 def test_a_worker_killed_from_outside_makes_the_verdict_unknown(cluster):
@@ -64,6 +66,7 @@ def test_a_worker_killed_from_outside_makes_the_verdict_unknown(cluster):
     reason = " ".join(cell.unknown_reasons)
     assert "C1" in reason and "died unexpectedly" in reason and "SIGKILL" in reason
     assert cell.counts.pending_left == 1  # paid stays in C1's PEL: nobody recovers it without respawn
+    shutil.rmtree(root)
 
 
 def test_a_kill_failpoint_is_expected_and_respawn_recovers(cluster):
@@ -74,6 +77,7 @@ def test_a_kill_failpoint_is_expected_and_respawn_recovers(cluster):
     # created was applied, then C1 died before its XACK; C1#2 re-read its PEL and applied it again
     assert c.pending_left == 0 and c.lost == 0 and c.duplicated == 1 and c.redelivered == 1
     assert (cell.run_dirs[0] / "history" / "C1#2.jsonl").exists()
+    shutil.rmtree(cell.run_root)
 
 
 @pytest.mark.parametrize("kwargs, words", [

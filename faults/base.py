@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar, Iterable, Protocol, runtime_checkable
 
 from chaos.cli import BadArguments
+from chaos.cluster.spawner import wait_until  # noqa: F401 - re-exported for the fault modules
 
 # ---------------------------------------------------------------------------
 # Parameters
@@ -374,17 +375,6 @@ def wait_for_entries(ctx: FaultContext, count: int, timeout_s: float, fault: str
             raise FaultError(f"fault {fault!r}: the workload's streams never reached {count} entries "
                              f"in {timeout_s:.0f} s; lower after_entries")
         time.sleep(0.002)
-
-
-def wait_until(predicate: Callable[[], bool], timeout_s: float, interval_s: float = 0.005) -> bool:
-    """Poll ``predicate`` until it is true or ``timeout_s`` passes; return its last value."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        if predicate():
-            return True
-        if time.monotonic() >= deadline:
-            return False
-        time.sleep(interval_s)
 
 
 def signal_number(name: str) -> int:

@@ -10,7 +10,7 @@ import signal
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, ClassVar, Iterable, Protocol, runtime_checkable
+from typing import Any, ClassVar, Iterable, Protocol, runtime_checkable
 
 from chaos.cli import BadArguments
 from chaos.cluster.spawner import wait_until  # noqa: F401 - re-exported for the fault modules

@@ -9,7 +9,7 @@ import struct
 import threading
 import time
 
-from proxy_helpers import ApiClient, connect, recv_until_eof
+from proxy_helpers import ApiClient, connect, recv_exactly, recv_until_eof
 
 MUTATING_TOXICS = [  # toxics that delay or split data but never lose it
     {"type": "latency", "attributes": {"latency": 5, "jitter": 3}},
@@ -95,17 +95,7 @@ def test_clients_that_vanish_mid_stream_leave_nothing_behind(api, echo_through):
     assert stats["connections"] == 0, stats
     with connect(port) as sock:            # and the proxy still serves
         sock.sendall(b"ok")
-        assert recv_until_eof_or(sock, 2) == b"ok"
-
-
-def recv_until_eof_or(sock: socket.socket, n: int) -> bytes:
-    data = b""
-    while len(data) < n:
-        chunk = sock.recv(n - len(data))
-        if not chunk:
-            break
-        data += chunk
-    return data
+        assert recv_exactly(sock, 2) == b"ok"
 
 
 def test_upstream_that_goes_away_closes_the_client(api, new_proxy):

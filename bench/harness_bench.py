@@ -27,7 +27,7 @@ from chaos.history import read_history  # noqa: E402
 from chaos.strategies.ack import AckPolicy  # noqa: E402
 from chaos.strategies.delivery.base import GROUP, STREAM  # noqa: E402
 from chaos.strategies.guards import GUARDS  # noqa: E402
-from chaos.workload.events import Event  # noqa: E402
+from chaos.events import Event  # noqa: E402
 from chaos.workload.final_state import fully_acked  # noqa: E402
 from chaos.workload.forkserver import fork_server  # noqa: E402
 

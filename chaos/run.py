@@ -25,7 +25,7 @@ from typing import Any
 import redis
 
 from chaos.checker import CellResult, RunResult, check_run, summarize
-from chaos.cli import BadArguments
+from chaos.errors import BadArguments
 from chaos.history import HistoryWriter, read_history
 from chaos.strategies.delivery.base import GROUP
 from chaos.strategies.plan import CONSUMER, PRODUCER, ProcessPlan
@@ -33,7 +33,7 @@ from chaos.strategies.presets import Strategy, resolve
 from chaos.workload import failpoints as fp
 from chaos.workload import schema
 from chaos.workload.env import ready_marker
-from chaos.workload.events import Event
+from chaos.events import Event
 from chaos.workload.final_state import fully_acked, read_final_state
 from chaos.workload.forkserver import Child, fork_server
 from chaos.workload.procutil import describe_exit, process_stopped, tail

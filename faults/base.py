@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Iterable, Protocol, runtime_checkable
 
-from chaos.cli import BadArguments
+from chaos.errors import BadArguments
 from chaos.cluster.spawner import wait_until  # noqa: F401 - re-exported for the fault modules
 
 # ---------------------------------------------------------------------------

@@ -11,7 +11,7 @@ from __future__ import annotations
 import signal
 import time
 
-from chaos.cli import BadArguments
+from chaos.errors import BadArguments
 from faults.base import Fault, FaultContext, Param, pick_worker, process_alive, wait_for_entries, wait_until
 
 KILL_POINTS = ("time", "after_read", "mid_batch", "before_apply", "after_apply_before_ack")

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import signal
 
-from chaos.cli import BadArguments
+from chaos.errors import BadArguments
 from chaos.workload.procutil import process_stopped
 from faults.base import FaultContext, FaultError, Param, wait_until
 from faults.kill_consumer import KillConsumer

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from random import Random
 from typing import Any
 
-from chaos.cli import BadArguments
+from chaos.errors import BadArguments
 from faults.base import Fault, FaultContext, Param, raise_if
 
 KINDS = ("latency", "partition", "pause")

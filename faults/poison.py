@@ -4,7 +4,7 @@ they move there. (The poison-no-dlq / poison-dlq presets carry their own poison 
 per 500; this fault adds poison to any workload.)"""
 from __future__ import annotations
 
-from chaos.cli import BadArguments
+from chaos.errors import BadArguments
 from faults.base import Fault, Param
 
 ALWAYS = 10**9  # fire at every delivery

@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from chaos.cli import BadArguments
+from chaos.errors import BadArguments
 from faults.base import Fault, FaultContext, FaultError, Param, ToxicSet, raise_if, wait_for_entries
 
 HOLDS = ("timeout", "down", "latency", "none")

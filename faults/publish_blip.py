@@ -16,7 +16,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from chaos.cli import BadArguments
+from chaos.errors import BadArguments
 from faults.base import FaultContext, Param, WindowFault, proxy_for
 
 TOXICS = ("reset_peer", "timeout", "down")

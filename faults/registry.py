@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import importlib
 
-from chaos.cli import BadArguments
+from chaos.errors import BadArguments
 from faults.base import Fault, parse_spec
 
 FAULTS: dict[str, str] = {

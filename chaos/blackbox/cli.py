@@ -22,7 +22,7 @@ from typing import Any
 from chaos.blackbox import expect
 from chaos.blackbox.config import load_config
 from chaos.blackbox.session import BlackBoxCell, preflight, run_blackbox
-from chaos.cli import EXIT_MISMATCH, EXIT_OK, EXIT_UNKNOWN, BadArguments
+from chaos.errors import EXIT_MISMATCH, EXIT_OK, EXIT_UNKNOWN, BadArguments
 
 PRESET_LABEL = "blackbox"
 
@@ -140,7 +140,8 @@ def summary(data: dict) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """`python -m chaos.blackbox.cli ...`: the same run without the run command (same options)."""
-    from chaos.cli import EXIT_BAD_ARGS, _Parser
+    from chaos.cli import _Parser
+    from chaos.errors import EXIT_BAD_ARGS
 
     parser = _Parser(prog="python -m chaos.blackbox.cli", description="run your consumer under faults")
     add_arguments(parser)

@@ -6,7 +6,7 @@ worker's exit code and the tail of its output.
 """
 from __future__ import annotations
 
-from chaos.cli import BadArguments
+from chaos.errors import BadArguments
 
 
 class ConfigError(BadArguments):

@@ -1,4 +1,4 @@
-"""The events a black-box run publishes: the framework's event model (chaos.workload.events).
+"""The events a black-box run publishes: the framework's event model (chaos.events).
 
 ``keys`` orders, each with one event per etype (business versions 1..n in order),
 keys interleaved by the run's seed so per-key order is kept but keys race each other.
@@ -8,7 +8,7 @@ from __future__ import annotations
 import random
 
 from chaos.blackbox.config import WorkloadSpec
-from chaos.workload.events import Event
+from chaos.events import Event
 
 
 def intended_events(spec: WorkloadSpec, rng: random.Random) -> list[Event]:

@@ -33,7 +33,7 @@ from chaos.blackbox.verdict import (OBSERVER, BlackBoxCounts, BlackBoxRun, check
                                     wall_to_monotonic)
 from chaos.blackbox.workers import WorkerPool, parse_command, tail
 from chaos.checker import CellResult, FinalState, check_run, summarize
-from chaos.cli import BadArguments
+from chaos.errors import BadArguments
 from chaos.cluster import spawner
 from chaos.history import history_dir, read_history
 from faults.base import FaultError, Plan

@@ -12,7 +12,8 @@ import importlib
 import sys
 import traceback
 
-EXIT_OK, EXIT_MISMATCH, EXIT_UNKNOWN, EXIT_BAD_ARGS, EXIT_INTERNAL = 0, 1, 2, 254, 255
+from chaos.errors import (  # noqa: F401 - re-exported for the command modules
+    EXIT_BAD_ARGS, EXIT_INTERNAL, EXIT_MISMATCH, EXIT_OK, EXIT_UNKNOWN, BadArguments)
 
 # One line per sub-command module (chaos/cli/<module>.py).
 COMMAND_MODULES = [
@@ -21,10 +22,6 @@ COMMAND_MODULES = [
     "chaos.cli.cluster_cmd",   # cluster up|down|status
     "chaos.cli.proxy_cmd",     # proxy serve
 ]
-
-
-class BadArguments(Exception):
-    """Raised by a command for input it cannot act on; the message names the fix."""
 
 
 class _Parser(argparse.ArgumentParser):

@@ -15,7 +15,7 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
-from chaos.cli import EXIT_INTERNAL, BadArguments
+from chaos.errors import EXIT_INTERNAL, BadArguments
 
 UP_TIMEOUT_S = 90.0
 DOWN_TIMEOUT_S = 30.0

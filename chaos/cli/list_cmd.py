@@ -9,7 +9,7 @@ import argparse
 import json
 from typing import Any
 
-from chaos.cli import BadArguments
+from chaos.errors import BadArguments
 
 
 def _presets() -> list[dict[str, Any]]:

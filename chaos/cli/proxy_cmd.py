@@ -5,7 +5,7 @@ import argparse
 import socket
 from pathlib import Path
 
-from chaos.cli import BadArguments
+from chaos.errors import BadArguments
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:

@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from chaos.cli import EXIT_MISMATCH, EXIT_OK, EXIT_UNKNOWN, BadArguments
+from chaos.errors import EXIT_MISMATCH, EXIT_OK, EXIT_UNKNOWN, BadArguments
 
 RUNS_ROOT_ENV = "CHAOS_RUNS_DIR"
 

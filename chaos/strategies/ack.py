@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from chaos.cli import BadArguments
+from chaos.errors import BadArguments
 from chaos.strategies.params import Param
 from chaos.strategies.part import Part
 

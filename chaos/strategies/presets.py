@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from chaos.cli import BadArguments
+from chaos.errors import BadArguments
 from chaos.strategies.ack import AckPolicy
 from chaos.strategies.delivery import DELIVERIES, Delivery
 from chaos.strategies.guards import GUARDS, Guard

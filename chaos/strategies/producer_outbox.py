@@ -22,14 +22,14 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import ClassVar
 
-from chaos.cli import BadArguments
+from chaos.errors import BadArguments
 from chaos.strategies.params import Param
 from chaos.strategies.plan import PRODUCER, ProcessPlan
 from chaos.strategies.producers import Producer
 from chaos.workload import outbox
 from chaos.workload.dispatcher import ROLE as DISPATCHER_ROLE
 from chaos.workload.dispatcher import DispatcherConfig
-from chaos.workload.events import Event
+from chaos.events import Event
 
 DISPATCHER_KIND = "dispatcher"   # neither PRODUCER (exits when done) nor CONSUMER (reads a group)
 MAX_DISPATCHERS = 16

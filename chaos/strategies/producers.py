@@ -16,7 +16,7 @@ from typing import ClassVar
 from chaos.strategies.params import Param
 from chaos.strategies.part import Part
 from chaos.strategies.plan import PRODUCER, ProcessPlan
-from chaos.workload.events import Event
+from chaos.events import Event
 
 _COMMON = {
     "timeout_ms": Param(float, 250.0, "socket timeout of one publish (connect and reply)", min=1),

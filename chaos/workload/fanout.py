@@ -25,7 +25,7 @@ from chaos.strategies.guards import GUARDS
 from chaos.strategies.part import build
 from chaos.workload.consumer import LINK_ERRORS, GroupReader
 from chaos.workload.env import WorkerEnv
-from chaos.workload.events import Event
+from chaos.events import Event
 from chaos.workload.jobs import JobRunner
 from chaos.workload.procutil import die_with_parent
 

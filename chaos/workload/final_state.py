@@ -13,7 +13,7 @@ import redis
 
 from chaos.checker import FinalState
 from chaos.workload import schema
-from chaos.workload.events import Event
+from chaos.events import Event
 
 
 def _group(r: redis.Redis, stream: str, group: str) -> dict | None:

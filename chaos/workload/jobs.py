@@ -13,7 +13,7 @@ import redis
 from chaos.strategies.ack import AckPolicy
 from chaos.strategies.guards.base import Guard
 from chaos.workload.env import WorkerEnv
-from chaos.workload.events import Event
+from chaos.events import Event
 from chaos.workload.failpoints import FailpointFailure
 
 DONE, FAILED = "done", "failed"

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 import psycopg
 
-from chaos.workload.events import Event
+from chaos.events import Event
 
 if TYPE_CHECKING:  # the worker side only; keeps this module importable without a WorkerEnv
     from chaos.workload.env import WorkerEnv

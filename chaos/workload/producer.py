@@ -21,7 +21,7 @@ from chaos.strategies.delivery.base import GROUP
 from chaos.strategies.part import build
 from chaos.strategies.producers import PRODUCERS
 from chaos.workload.env import WorkerEnv
-from chaos.workload.events import Event
+from chaos.events import Event
 
 
 def _sent_nothing(exc: Exception) -> bool:

@@ -13,10 +13,10 @@ from __future__ import annotations
 import random
 from typing import ClassVar
 
-from chaos.cli import BadArguments
+from chaos.errors import BadArguments
 from chaos.strategies.params import Param
 from chaos.strategies.part import Part
-from chaos.workload.events import Event
+from chaos.events import Event
 
 ETYPES = ("created", "paid", "shipped", "delivered", "closed")
 

@@ -10,7 +10,7 @@ import pytest
 
 from chaos.blackbox import cli
 from chaos.blackbox.errors import ConfigError
-from chaos.cli import BadArguments
+from chaos.errors import BadArguments
 
 ROOT = Path(__file__).resolve().parents[2]
 

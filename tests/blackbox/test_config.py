@@ -7,7 +7,7 @@ import pytest
 
 from chaos.blackbox.config import load_config, parse_config
 from chaos.blackbox.errors import ConfigError
-from chaos.cli import BadArguments
+from chaos.errors import BadArguments
 
 STATE = {"table": "orders", "key": "id", "status": "status", "version": "version"}
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"

@@ -5,7 +5,7 @@ import pytest
 
 from chaos.blackbox.config import EncoderSpec
 from chaos.blackbox.encoders import decode_attributes, encoder_for
-from chaos.workload.events import Event
+from chaos.events import Event
 
 EVENT = Event("e42-2", "42", "paid", 2)
 FIELDS = {"order_id": "key", "status": "etype", "version": "version", "event_id": "event_id"}

@@ -5,7 +5,7 @@ from chaos.blackbox.config import EncoderSpec
 from chaos.blackbox.encoders import encoder_for
 from chaos.blackbox.redis_state import read_stream_state
 from chaos.blackbox.session import raw_redis
-from chaos.workload.events import Event
+from chaos.events import Event
 
 EVENTS = [Event(f"e{k}-1", str(k), "created", 1) for k in range(42, 46)]
 BY_KV = {(e.key, e.version): e.event_id for e in EVENTS}

@@ -13,7 +13,7 @@ from chaos.blackbox.config import parse_config
 from chaos.blackbox.effects import schema_fingerprint
 from chaos.blackbox.errors import ConfigError
 from chaos.blackbox.session import run_blackbox
-from chaos.cli import EXIT_UNKNOWN
+from chaos.errors import EXIT_UNKNOWN
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG = {"worker": {"processes": 2, "schema": str(ROOT / "examples/orders_schema.sql"), "ready_timeout_s": 30,

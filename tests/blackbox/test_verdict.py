@@ -5,7 +5,7 @@ from chaos.blackbox.config import parse_config
 from chaos.blackbox.effects import Effect
 from chaos.blackbox.redis_state import StreamState
 from chaos.blackbox.verdict import check_blackbox_run
-from chaos.workload.events import Event
+from chaos.events import Event
 
 CONFIG = parse_config({"state": {"table": "orders", "key": "id", "status": "status", "version": "version"},
                        "side_effects": {"table": "order_emails", "event_id": "event_id"}})

@@ -5,7 +5,7 @@ from random import Random
 
 import pytest
 
-from chaos.cli import BadArguments
+from chaos.errors import BadArguments
 from faults import FAULTS, Plan, fault_class, get_fault
 from faults.base import parse_spec
 from faults.nemesis import schedule

@@ -3,10 +3,10 @@ from __future__ import annotations
 
 import pytest
 
-from chaos.cli import BadArguments
+from chaos.errors import BadArguments
 from chaos.strategies.producer_outbox import OutboxNaive, OutboxPerKey
 from chaos.workload.dispatcher import DispatcherConfig
-from chaos.workload.events import Event
+from chaos.events import Event
 from faults.kill_dispatcher import KillDispatcher
 
 EVENTS = [Event("e1-1", "1", "created", 1, stream="orders"), Event("e1-2", "1", "paid", 2, stream="orders")]

@@ -12,7 +12,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from chaos.cli import BadArguments
+from chaos.errors import BadArguments
 from chaos.run import run_cell
 from chaos.workload.forkserver import fork_server
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from chaos.cli import BadArguments
+from chaos.errors import BadArguments
 from chaos.strategies.params import Param, split_spec
 from chaos.strategies.presets import PRESETS, resolve
 

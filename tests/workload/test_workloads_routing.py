@@ -7,7 +7,7 @@ from collections import defaultdict
 from chaos.strategies.delivery.sharded import shard_of, shard_stream
 from chaos.strategies.guards.cas import entry_version
 from chaos.strategies.presets import resolve
-from chaos.workload.events import Event
+from chaos.events import Event
 
 
 def test_pair_is_the_reference_pair():

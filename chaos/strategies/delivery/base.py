@@ -13,7 +13,7 @@ from typing import Any, ClassVar
 from chaos.strategies.params import Param
 from chaos.strategies.part import Part
 from chaos.strategies.plan import CONSUMER, ProcessPlan
-from chaos.workload.events import Event
+from chaos.events import Event
 
 GROUP = "g"
 STREAM = "orders"

@@ -12,11 +12,11 @@ from __future__ import annotations
 import zlib
 from typing import Any
 
-from chaos.cli import BadArguments
+from chaos.errors import BadArguments
 from chaos.strategies.delivery.base import COMMON, STREAM, Delivery
 from chaos.strategies.params import Param
 from chaos.strategies.plan import ProcessPlan
-from chaos.workload.events import Event
+from chaos.events import Event
 
 
 def shard_of(key: str, shards: int) -> int:

@@ -15,7 +15,7 @@ import psycopg
 
 from chaos.strategies.guards.effect import write_state
 from chaos.strategies.part import Part
-from chaos.workload.events import Event
+from chaos.events import Event
 
 if TYPE_CHECKING:
     from chaos.workload.env import WorkerEnv

@@ -16,7 +16,7 @@ import psycopg
 
 from chaos.strategies.guards.base import APPLIED, STALE, Guard, Outcome
 from chaos.strategies.params import Param
-from chaos.workload.events import Event
+from chaos.events import Event
 
 _ISOLATION = {"rc": "READ COMMITTED", "rr": "REPEATABLE READ", "serializable": "SERIALIZABLE"}
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import psycopg
 
-from chaos.workload.events import Event
+from chaos.events import Event
 from chaos.workload.failpoints import Failpoints
 
 # One statement, so an autocommit write is one round trip; the projection row exists for

@@ -11,7 +11,7 @@ from typing import Callable
 
 from chaos.strategies.guards.base import APPLIED, DUPLICATE, STALE, Guard, Outcome
 from chaos.strategies.params import Param
-from chaos.workload.events import Event
+from chaos.events import Event
 
 _INSERT = "INSERT INTO inbox (event_id) VALUES (%s) ON CONFLICT DO NOTHING RETURNING event_id"
 

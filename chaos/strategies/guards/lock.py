@@ -16,7 +16,7 @@ import redis
 
 from chaos.strategies.guards.base import APPLIED, Guard, Outcome
 from chaos.strategies.params import Param
-from chaos.workload.events import Event
+from chaos.events import Event
 
 _RELEASE = "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) else return 0 end"
 

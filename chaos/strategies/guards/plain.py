@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Callable
 
 from chaos.strategies.guards.base import APPLIED, Guard, Outcome
-from chaos.workload.events import Event
+from chaos.events import Event
 
 
 class Plain(Guard):

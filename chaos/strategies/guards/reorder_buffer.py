@@ -13,7 +13,7 @@ import json
 from typing import Callable
 
 from chaos.strategies.guards.base import APPLIED, STALE, Guard, Outcome
-from chaos.workload.events import Event
+from chaos.events import Event
 
 BUFFERED = "buffered"
 SCHEMA = """CREATE TABLE IF NOT EXISTS reorder_buffer (

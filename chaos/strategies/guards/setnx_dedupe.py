@@ -10,7 +10,7 @@ from typing import Callable
 
 from chaos.strategies.guards.base import APPLIED, DUPLICATE, Guard, Outcome
 from chaos.strategies.params import Param
-from chaos.workload.events import Event
+from chaos.events import Event
 
 
 class SetnxDedupe(Guard):

@@ -11,7 +11,7 @@ import time
 from typing import Callable
 
 from chaos.strategies.guards.base import APPLIED, STALE, Guard, Outcome
-from chaos.workload.events import Event
+from chaos.events import Event
 
 _UPSERT = ("WITH changed AS (INSERT INTO orders (id, status, version) VALUES (%(key)s, %(status)s, %(version)s) "
            "ON CONFLICT (id) DO UPDATE SET status = EXCLUDED.status, version = EXCLUDED.version "

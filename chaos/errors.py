@@ -1,0 +1,25 @@
+"""Usage errors and exit codes: the bottom of the house, imported by every layer.
+
+Exit codes follow Jepsen's: 0 matches the expectation (or none is set), 1 mismatch,
+2 unknown, 254 bad arguments, 255 internal error. Every error raised for bad input says
+what is wrong and how to fix it, as hypothesis's errors do, and is raised before anything
+starts, so nothing is left half-done by it.
+
+    ChaosError
+     └── BadArguments   input the framework cannot act on (a spec, a parameter, a path)
+"""
+from __future__ import annotations
+
+EXIT_OK, EXIT_MISMATCH, EXIT_UNKNOWN, EXIT_BAD_ARGS, EXIT_INTERNAL = 0, 1, 2, 254, 255
+
+
+class ChaosError(Exception):
+    """Base of the framework's own errors."""
+
+
+class BadArguments(ChaosError):
+    """Input the framework cannot act on; the message names the problem and the fix.
+
+    Raised before any server, worker or run dir exists, so a bad spec leaves nothing
+    behind. The CLI turns it into exit code 254; the pytest plugin into a usage error.
+    """

@@ -8,7 +8,7 @@ the mechanism deterministically with a failpoint.
 """
 from __future__ import annotations
 
-from chaos.expectations.table import RUNS, eq, ge, le, row
+from chaos.expectations.table import RUNS, eq, ge, row
 
 CORRECT = dict(wrong_final_state_runs=eq(0), reordered=eq(0), lost=eq(0), verdict="valid")
 RESHARD = {"reshard_to": "8", "reshard_after": "300"}
@@ -26,9 +26,9 @@ ROWS = [
     row("s3", note="one reader, a worker per key bucket, ack after the worker finished", **CORRECT),
     row("s4a", note="statistical (see suites/ordering/test_lock_races.py for the measured rate); a "
         "release can fail when a holder stalls past the TTL on a loaded machine",
-        wrong_final_state_runs=le(RUNS), lost=eq(0), duplicated=eq(0)),
-    row("s4b", note="statistical: the jitter makes the paid consumer win the lock about half the time",
-        wrong_final_state_runs=le(RUNS), lost=eq(0), duplicated=eq(0)),
+        lost=eq(0), duplicated=eq(0)),
+    row("s4b", note="statistical (rate measured in suites/ordering/test_lock_races.py): the jitter makes "
+        "the paid consumer win the lock about half the time", lost=eq(0), duplicated=eq(0)),
     row("s4c", note="TTL 500 ms < job 800 ms: paid takes the expired lock; created's release returns 0 "
         "(paid's own release can fail too when a loaded machine stretches its 50 ms past the TTL)",
         wrong_final_state_runs=eq(RUNS), releases_failed=ge(RUNS), lost=eq(0)),

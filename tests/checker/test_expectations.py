@@ -173,7 +173,12 @@ class TestAreaModules:
 
     def test_the_real_table_loads(self):
         expectations.table.cache_clear()
-        assert isinstance(expectations.table(), ExpectationTable)
+        real = expectations.table()
+        areas = {r.area for r in real.rows()}
+        assert set(expectations.AREA_MODULES) <= areas, f"areas without rows: {set(expectations.AREA_MODULES) - areas}"
+        # every row is found again by its own key, so no row is shadowed or mis-keyed
+        for r in real.rows():
+            assert real.lookup(r.preset, r.fault, dict(r.params)) is r.expectation, r
         assert expectations.expect("no-such-preset", "none") is None
 
 

@@ -47,7 +47,7 @@ class Cas(Guard):
                     if attempt == 0:
                         work()
                     rows = self.write(cur, ev, version=version, if_older=True)
-                    locked_at = time.monotonic()  # row lock held until COMMIT (see docs/requests-checker.md)
+                    locked_at = time.monotonic()  # the row lock is held until COMMIT
                 break
             except psycopg.errors.SerializationFailure as exc:
                 attempt += 1

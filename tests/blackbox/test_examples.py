@@ -90,5 +90,12 @@ def test_each_example_under_each_fault(blackbox, command, config, fault) -> None
     if name == "promote-replica":
         assert any(v.get("failed_over") for v in fault_ops(cell, name))
         assert cell.count("published") > 0
+        if (command, config) in (ACK_FIRST, CAS):
+            # The README's table quotes these losses: events published while replication was
+            # held were acknowledged by the old primary and never reached the promoted one.
+            # A CAS consumer may hide a lost event behind a newer version of its key: counted
+            # as superseded_unobserved, still an event the promoted replica never had.
+            gone = cell.count("lost") + cell.count("superseded_unobserved")
+            assert gone > 0, f"no acknowledged event lost to the failover: {figures(cell)}"
     else:  # under heavy load a publish may fail all three attempts: judged on what was published
         assert cell.count("lost") == 0 and cell.count("published") > 0

@@ -24,7 +24,8 @@ from chaos.cluster import BACKENDS, Cluster, ClusterError, WorkerLinks, check_ba
 from chaos.proxy.client import ToxiproxyClient
 
 # The black-box fixture (`blackbox`) and marker (`@pytest.mark.blackbox(command=, config=)`).
-pytest_plugins = ["chaos.blackbox.pytest_api"]
+pytest_plugins = ["chaos.blackbox.pytest_api",
+                  "chaos.pytest_server"]      # --chaos-server redis|valkey
 
 __all__ = ["ChaosOptions", "cluster_name"]
 

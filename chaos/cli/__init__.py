@@ -42,6 +42,9 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
+        if hasattr(args, "server"):   # run, matrix, cluster up: refuse an unknown server before anything starts
+            from chaos.cluster.servers import use_server
+            use_server(args.server)
         return int(args.func(args) or 0)
     except BadArguments as exc:
         print(f"error: {exc}", file=sys.stderr)

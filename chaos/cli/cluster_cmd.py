@@ -28,6 +28,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     commands = parser.add_subparsers(dest="cluster_command", required=True)
     up = commands.add_parser("up", help="start a topology that outlives this command (until `cluster down`)")
     up.add_argument("--backend", choices=BACKENDS, default=None, help="default: $CHAOS_BACKEND or native")
+    up.add_argument("--server", default=None, help="redis | valkey (default: $CHAOS_SERVER, else redis-server)")
     status = commands.add_parser("status", help="endpoints, replication state and proxies")
     down = commands.add_parser("down", help="stop everything `cluster up` started")
     for command in (up, status, down):
@@ -80,11 +81,14 @@ def run_status(args: argparse.Namespace) -> int:
     if _live_state(args.name) is None:
         raise BadArguments(f"cluster {args.name!r}: its supervisor (pid {state.pid}) is gone; "
                            f"run `python -m chaos cluster down --name {args.name}` to clean up")
-    report = {**asdict(state), "replication": _replication(state), "proxy_state": _proxies(state)}
+    report = {**asdict(state), "server": _server(state), "replication": _replication(state),
+              "proxy_state": _proxies(state)}
     if args.json:
         print(json.dumps(report, indent=2))
         return 0
-    print(f"cluster {state.name} ({state.backend}), supervisor pid {state.pid}, dir {state.base_dir}")
+    server = report["server"]
+    print(f"cluster {state.name} ({state.backend}, {server['server']} {server['version']}), "
+          f"supervisor pid {state.pid}, dir {state.base_dir}")
     print(f"  redis primary {state.primary}   replica {state.replica}   postgres {state.postgres}")
     print(f"  through proxies: {state.redis_url}   {state.pg_dsn}")
     print(f"  proxy API {state.api_url}")
@@ -137,6 +141,20 @@ def _live_state(name: str):
     except psutil.NoSuchProcess:
         pass
     return None
+
+
+def _server(state) -> dict[str, str]:
+    """Which server (redis | valkey) and version the primary runs."""
+    from chaos.cluster.endpoint import Endpoint
+    from chaos.cluster.redis_server import admin_client
+    from chaos.cluster.servers import info_server
+
+    endpoint = Endpoint.parse(state.primary)
+    try:
+        with admin_client(endpoint.host, endpoint.port) as client:
+            return info_server(client.info("server"))
+    except Exception as exc:  # noqa: BLE001 - a status report shows what is wrong
+        return {"server": "unknown", "version": f"unreachable at {state.primary}: {exc}"}
 
 
 def _replication(state) -> dict[str, dict]:

@@ -217,6 +217,7 @@ def _common(p: argparse.ArgumentParser) -> None:
                    help="multiply every duration (costs, TTLs, backoff, BLOCK, min-idle, faults); >= 0.1 advised")
     p.add_argument("--json", action="store_true", help="one JSON object on stdout")
     p.add_argument("--backend", default=None, help="cluster backend: native (default), compose, external")
+    p.add_argument("--server", default=None, help="redis | valkey (default: $CHAOS_SERVER, else redis-server)")
     p.add_argument("--run-dir", default=None, help=f"where run dirs go (default ${RUNS_ROOT_ENV} or /tmp/chaos-runs)")
 
 

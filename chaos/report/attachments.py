@@ -1,4 +1,5 @@
-"""Allure attachments for a cell: the JSON summary, and per chosen run its history as text,
+"""The older Allure helpers (superseded by chaos.report.allure_cell.report_cell, which the
+cell runner calls): attachments for a cell: the JSON summary, and per chosen run its history as text,
 its timeline PNG and its trace. A no-op when allure-pytest is not reporting (no
 `--alluredir`), so suites can call it unconditionally without paying for the plots.
 """
@@ -9,37 +10,9 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from chaos.checker import VALID, CellResult
+from chaos.checker import CellResult
 from chaos.history import HistoryError, format_history, read_history
-
-MAX_RUNS_ATTACHED = 3
-
-
-def allure_active() -> bool:
-    """True when something receives attachments (allure-pytest with --alluredir registers a
-    listener; without it only helpers that ignore attachments are registered)."""
-    try:
-        from allure_commons import plugin_manager
-    except ModuleNotFoundError:
-        return False
-    return bool(plugin_manager.hook.attach_data.get_hookimpls())
-
-
-def chosen_runs(cell: CellResult, limit: int = MAX_RUNS_ATTACHED) -> list[int]:
-    """Indexes into cell.runs: runs that are not valid first (they explain a failure), then
-    the first run, at most `limit`."""
-    bad = [i for i, r in enumerate(cell.runs) if r.verdict != VALID]
-    picked = list(dict.fromkeys(bad + [0]))
-    return picked[:limit]
-
-
-def trace_text(history: list[dict]) -> str:
-    """The lab-notebook trace of the workload package when it is there, else history.txt."""
-    try:
-        from chaos.workload.trace import trace_lines
-    except ImportError:
-        return format_history(history)
-    return "\n".join(trace_lines(history)) + "\n"
+from chaos.report.allure_cell import MAX_RUNS_ATTACHED, allure_active, chosen_runs, trace_text
 
 
 def label_cell(preset: str, fault: str, seed: int | None = None, runs: int | None = None) -> None:

@@ -1,0 +1,241 @@
+"""Everything Allure shows of one cell test (seam A): labels, readable parameters, the
+phases of every run as timed steps, `cell.json`, and for a few runs (the invalid ones
+first) the trace, the merged history and the timeline PNG.
+
+`report_cell` is a no-op when nothing receives Allure data (no `--alluredir`), so the cell
+runner calls it unconditionally and pays for the plots only when someone will see them.
+It must be called while the run dirs still exist (or with `histories` already read).
+"""
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from chaos.checker import INVALID, LOST, REORDERED, UNEXPECTED, UNKNOWN, VALID, WRONG_FINAL_STATE, CellResult
+from chaos.history import HistoryError, format_history, read_history
+
+MAX_RUNS_ATTACHED = 3
+# Allure severity from the worst anomaly a cell showed: loss first, then a wrong result,
+# then duplicated effects; a clean cell is minor (it tells nothing new when it passes).
+SEVERITY_BY_KIND = (
+    (LOST, "blocker"),
+    (WRONG_FINAL_STATE, "critical"),
+    (REORDERED, "critical"),
+    (UNEXPECTED, "critical"),
+    ("duplicated", "normal"),
+    ("projection-drift", "normal"),
+)
+STEP_STATUS = {VALID: "passed", INVALID: "failed", UNKNOWN: "broken"}
+
+
+def allure_active() -> bool:
+    """True when something receives Allure data: allure-pytest registers its listener on
+    `allure_commons.plugin_manager` only when `--alluredir` is given."""
+    try:
+        from allure_commons import plugin_manager
+    except ModuleNotFoundError:
+        return False
+    return bool(plugin_manager.hook.attach_data.get_hookimpls())
+
+
+def severity(result: CellResult) -> str:
+    """`blocker` for a lost event, `critical` for a wrong/reordered/unexpected result,
+    `normal` for duplicated effects (or an unknown verdict), `minor` for a clean cell."""
+    kinds = {kind for kind, n in result.anomaly_counts.items() if n} | {a.kind for a in result.anomalies}
+    if result.counts.lost:
+        kinds.add(LOST)
+    if result.counts.wrong_final_state_runs:
+        kinds.add(WRONG_FINAL_STATE)
+    if result.counts.duplicated:
+        kinds.add("duplicated")
+    for kind, level in SEVERITY_BY_KIND:
+        if kind in kinds:
+            return level
+    return "normal" if result.verdict == UNKNOWN else "minor"
+
+
+def chosen_runs(result: CellResult, limit: int = MAX_RUNS_ATTACHED) -> list[int]:
+    """Indexes into result.runs: the runs that are not valid first (they explain a failure),
+    then the first run, at most `limit`."""
+    bad = [i for i, r in enumerate(result.runs) if r.verdict != VALID]
+    return list(dict.fromkeys(bad + [0]))[:limit] if result.runs else []
+
+
+def trace_text(history: list[dict]) -> str:
+    """The lab-notebook trace (one readable line per meaningful op)."""
+    from chaos.workload.trace import trace_lines
+    return "\n".join(trace_lines(history)) + "\n"
+
+
+def cell_object(result: CellResult, *, preset: str, fault: str, parts: Mapping[str, str], runs: int, seed: int,
+                time_scale: float, expected: Any, area: str | None = None) -> dict:
+    """The `run --json` object of the cell, plus area, parts, notes and phases."""
+    mismatches = expected.mismatches(result) if expected is not None else []
+    extra: dict[str, Any] = {}
+    if getattr(result, "wall_s", None) is not None:
+        extra["wall_s"] = round(result.wall_s, 3)
+    if getattr(result, "run_root", None) is not None:
+        extra["run_dir"] = result.run_root
+    out = result.to_json(preset=preset, fault=fault, runs=runs, seed=seed, time_scale=time_scale,
+                         expected=expected, mismatches=mismatches, matches_expectation=not mismatches,
+                         area=area, parts=dict(parts), notes=list(getattr(result, "notes", None) or []),
+                         reproduce=_reproduce(preset, fault, parts, runs, seed, time_scale), **extra)
+    phases = getattr(result, "phases", None) or []
+    if phases:
+        out["phases"] = [{"run": p.run, "name": p.name, "duration_s": round(p.end - p.start, 4)} for p in phases]
+    metrics = getattr(result, "metrics", None) or []
+    if metrics:
+        out["throughput"] = [getattr(m, "throughput", None) for m in metrics]
+    return out
+
+
+def _reproduce(preset: str, fault: str, parts: Mapping[str, str], runs: int, seed: int, time_scale: float) -> str:
+    """The command that replays the cell (the same as `chaos run` prints)."""
+    try:
+        from chaos.cli.run_cmd import reproduce_command
+    except ImportError:  # moved: the cell is still reported, without its replay line
+        return ""
+    faults = [] if fault in ("", "none") else list(_fault_specs(fault))
+    return reproduce_command(preset, faults, dict(parts), runs, seed, time_scale)
+
+
+def _fault_specs(fault: str) -> Sequence[str]:
+    """`promote-replica:after_entries=100+latency:...` -> the specs (`+` joins several)."""
+    return [f for f in fault.split("+") if f]
+
+
+def report_cell(result: CellResult, *, area: str, preset: str, fault: str, parts: Mapping[str, str] | None,
+                runs: int, seed: int, time_scale: float, expected: Any,
+                histories: list[list[dict]] | None = None) -> None:
+    """Attach the cell to the current Allure test (see the module doc); a no-op without Allure.
+
+    `preset` and `fault` are the specs as run (`s1:paid_at_ms=300`, `a:k=v+b`); `expected`
+    is the row's Expectation or None; `histories[i]` is run i's merged history when the
+    caller already read it (else it is read from `result.run_dirs`).
+    """
+    if not allure_active():
+        return
+    import allure
+
+    parts = dict(parts or {})
+    label = f"{preset} x {fault}" + "".join(f" [{slot}={spec}]" for slot, spec in parts.items())
+    allure.dynamic.title(label)
+    allure.dynamic.epic(area)
+    allure.dynamic.feature(preset.partition(":")[0])
+    allure.dynamic.story("+".join(f.partition(":")[0] for f in _fault_specs(fault)) or "none")
+    allure.dynamic.severity(allure.severity_level(severity(result)))
+    allure.dynamic.tag(area, result.verdict)
+    allure.dynamic.parameter("preset", preset)
+    allure.dynamic.parameter("fault", fault or "none")
+    for slot, spec in parts.items():
+        allure.dynamic.parameter(f"part {slot}", spec)
+    allure.dynamic.parameter("runs", runs)
+    allure.dynamic.parameter("time scale", time_scale)
+    allure.dynamic.parameter("seed", seed, excluded=True)  # a new seed continues the same history
+
+    obj = cell_object(result, preset=preset, fault=fault, parts=parts, runs=runs, seed=seed,
+                      time_scale=time_scale, expected=expected, area=area)
+    allure.dynamic.description(_description(obj))
+    _phase_steps(result)
+    allure.attach(json.dumps(obj, indent=2, default=str), name="cell.json",
+                  attachment_type=allure.attachment_type.JSON)
+    _attach_runs(result, histories)
+
+
+def _description(obj: dict) -> str:
+    """Markdown: verdict and expectation, the figures, notes and the replay command."""
+    expected = obj.get("expected")
+    match = "no expectation" if expected is None else (
+        "matches its expectation" if obj.get("matches_expectation") else "**does not match its expectation**")
+    figures = ", ".join(f"{k} {obj.get(k)}" for k in ("published", "lost", "duplicated", "reordered",
+                                                      "wrong_final_state_runs", "redelivered", "pending_left", "dlq"))
+    lines = [f"**{obj.get('verdict')}** over {obj.get('runs')} runs, {match}.", "", figures + "."]
+    if isinstance(expected, dict):
+        bounds = ", ".join(f"{k} {v}" for k, v in expected.items() if k != "note")
+        lines += ["", f"Expected: {bounds}." + (f" {expected['note']}" if expected.get("note") else "")]
+    for text in obj.get("mismatches") or []:
+        lines.append(f"* {text}")
+    for note in obj.get("notes") or []:
+        lines += ["", f"Note: {note}"]
+    for reason in (obj.get("unknown_reasons") or [])[:5]:
+        lines += ["", f"Unknown: {reason}"]
+    if obj.get("reproduce"):
+        lines += ["", "Replay:", "", f"    {obj['reproduce']}"]
+    return "\n".join(lines)
+
+
+def _reporter() -> Any:
+    """allure-pytest's reporter (its listener's `allure_logger`), for steps with recorded times."""
+    from allure_commons import plugin_manager
+    for plugin in plugin_manager.get_plugins():
+        logger = getattr(plugin, "allure_logger", None)
+        if logger is not None and hasattr(logger, "start_step"):
+            return logger
+    return None
+
+
+def _phase_steps(result: CellResult) -> None:
+    """One step per run (its status is the run's verdict), one nested step per phase, with the
+    times the orchestrator recorded (monotonic clock, shifted to wall-clock milliseconds)."""
+    reporter = _reporter()
+    if reporter is None:
+        return
+    from allure_commons.model2 import Parameter, TestStepResult
+    shift = time.time() - time.monotonic()
+    phases = list(getattr(result, "phases", None) or [])
+    metrics = {getattr(m, "run", i): m for i, m in enumerate(getattr(result, "metrics", None) or [])}
+    ms = lambda t: int((t + shift) * 1000)  # noqa: E731
+    for run in result.runs:
+        own = sorted((p for p in phases if p.run == run.run), key=lambda p: p.start)
+        if own:
+            start, stop = own[0].start, max(p.end for p in own)
+        else:  # no phases recorded: one step for the run, timed by its wall clock when known
+            m = metrics.get(run.run)
+            stop = time.monotonic()
+            start = stop - (getattr(m, "wall_s", 0.0) or 0.0)
+        figures = f"lost {run.counts.lost}, duplicated {run.counts.duplicated}, reordered {run.counts.reordered}"
+        run_step = TestStepResult(name=f"run {run.run} (seed {run.seed}): {run.verdict}; {figures}",
+                                  start=ms(start), parameters=[Parameter(name="seed", value=str(run.seed))])
+        run_uuid = uuid.uuid4().hex
+        reporter.start_step(None, run_uuid, run_step)
+        for phase in own:
+            step_uuid = uuid.uuid4().hex
+            reporter.start_step(run_uuid, step_uuid, TestStepResult(
+                name=f"{phase.name} ({phase.end - phase.start:.2f} s)", start=ms(phase.start)))
+            reporter.stop_step(step_uuid, stop=ms(phase.end), status="passed")
+        reporter.stop_step(run_uuid, stop=ms(stop), status=STEP_STATUS.get(run.verdict, "broken"))
+
+
+def _attach_runs(result: CellResult, histories: list[list[dict]] | None) -> None:
+    import allure
+
+    from chaos.report.timeline import plot_timeline
+
+    dirs = list(getattr(result, "run_dirs", None) or [])
+    for index in chosen_runs(result):
+        run = result.runs[index]
+        history = _history(index, histories, dirs)
+        if history is None:
+            continue
+        tag = f"run {run.run} ({run.verdict})"
+        allure.attach(trace_text(history), name=f"{tag} trace.txt", attachment_type=allure.attachment_type.TEXT)
+        allure.attach(format_history(history), name=f"{tag} history.txt",
+                      attachment_type=allure.attachment_type.TEXT)
+        if history:
+            png = plot_timeline(history, title=f"{tag}, seed {run.seed}")
+            allure.attach(png, name=f"{tag} timeline.png", attachment_type=allure.attachment_type.PNG)
+
+
+def _history(index: int, histories: list[list[dict]] | None, dirs: list[Path]) -> list[dict] | None:
+    if histories is not None and index < len(histories):
+        return histories[index]
+    if index < len(dirs):
+        try:
+            return read_history(Path(dirs[index]))
+        except HistoryError:
+            return None  # tidied away (a valid run) or never started
+    return None

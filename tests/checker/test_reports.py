@@ -199,3 +199,12 @@ def test_matrix_page_from_the_matrix_document(tmp_path):
     assert json.loads(page.with_suffix(".json").read_text())["seed"] == 7
     with pytest.raises(ValueError, match="use write_matrix"):
         write_matrix_page([], tmp_path / "x.html")
+
+
+def test_committed_allure_configs_are_the_generated_ones():
+    """reports/categories.json (Allure 2) and reports/allurerc.json (Allure 3) come from
+    chaos/report/categories.py: `python -m chaos.report.categories` rewrites them."""
+    from chaos.report.categories import allurerc_json, categories_json
+    reports = Path(__file__).parents[2] / "reports"
+    assert (reports / "categories.json").read_text() == categories_json()
+    assert (reports / "allurerc.json").read_text() == allurerc_json()

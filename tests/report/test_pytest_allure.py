@@ -1,0 +1,73 @@
+"""The results dir of a real pytest session: environment.properties, categories, bad dirs."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+from chaos.pytest_allure import properties_text
+from chaos.report.categories import CATEGORIES
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def pytest_run(tmp_path: Path, body: str, *args: str) -> subprocess.CompletedProcess:
+    (tmp_path / "test_inner.py").write_text(textwrap.dedent(body))
+    env = {**os.environ, "PYTHONPATH": f"{REPO}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args, "test_inner.py"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+
+
+def read_properties(path: Path) -> dict[str, str]:
+    return dict(line.split("=", 1) for line in path.read_text().splitlines())
+
+
+def test_environment_and_categories_from_an_xdist_session_with_a_cluster(tmp_path):
+    results = tmp_path / "results"
+    results.mkdir()
+    (results / "notes.txt").write_text("left here by hand")
+    proc = pytest_run(tmp_path, """
+        def test_uses_the_cluster(cluster):
+            assert cluster.direct_redis().ping()
+    """, "-n", "1", f"--alluredir={results}", "--chaos-seed=4242", "--chaos-time-scale=0.5")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    env = read_properties(results / "environment.properties")
+    assert env["redis.server"] in ("redis", "valkey")
+    assert re.fullmatch(r"\d+\.\d+\.\d+", env["redis.version"]), env
+    assert re.fullmatch(r"\d+(\.\d+)*.*", env["postgresql.version"]), env
+    assert "API version" in env["proxy"], env
+    assert (env["seed"], env["time_scale"], env["backend"]) == ("4242", "0.5", "native")
+    assert re.fullmatch(r"[0-9a-f]{12}(-dirty)?", env["git.revision"]), env
+    assert json.loads((results / "categories.json").read_text()) == CATEGORIES
+    assert "1 file(s) in" in proc.stdout and "notes.txt" in proc.stdout and "--clean-alluredir" in proc.stdout
+    assert list(results.glob("*-result.json"))  # the results themselves were written
+
+
+def test_results_from_an_earlier_session_are_pointed_out(tmp_path):
+    results = tmp_path / "results"
+    body = "def test_nothing():\n    pass\n"
+    assert pytest_run(tmp_path, body, f"--alluredir={results}").returncode == 0
+    for path in results.glob("*-result.json"):
+        os.utime(path, (1, 1))
+    proc = pytest_run(tmp_path, body, f"--alluredir={results}")
+    assert "1 result(s) in" in proc.stdout and "earlier session" in proc.stdout
+    env = read_properties(results / "environment.properties")
+    assert env["redis.server"].startswith("not started")
+
+
+def test_an_unwritable_alluredir_is_refused_before_the_tests_run(tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    proc = pytest_run(tmp_path, "def test_x():\n    open('ran', 'w').close()\n", f"--alluredir={blocker}/results")
+    assert proc.returncode == 4, proc.stdout + proc.stderr
+    assert "cannot write there" in proc.stderr and "--alluredir reports/allure-results" in proc.stderr
+    assert "Traceback" not in proc.stderr and not (tmp_path / "ran").exists()
+
+
+def test_properties_are_escaped():
+    text = properties_text({"a key": "C:\\dir\nnext", "k=v": "x=y"})
+    assert text == "a\\ key=C:\\\\dir\\nnext\nk\\=v=x=y\n"

@@ -1,0 +1,25 @@
+"""Helpers of the nightly tests: pytest itself, run on this checkout, as CI runs it."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def run_pytest(*args: str, cwd: Path = ROOT, timeout: float = 600) -> subprocess.CompletedProcess:
+    """`python -m pytest ARGS` in a child, this checkout first on the path."""
+    env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    env.pop("PYTEST_XDIST_WORKER", None)
+    env.pop("PYTEST_ADDOPTS", None)
+    return subprocess.run([sys.executable, "-m", "pytest", *args], cwd=cwd, env=env, text=True,
+                          capture_output=True, timeout=timeout)
+
+
+def collected_ids(*args: str) -> list[str]:
+    """Node ids `pytest --collect-only -q ARGS` selects (fails the test if collection fails)."""
+    proc = run_pytest("--collect-only", "-q", *args)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return [line for line in proc.stdout.splitlines() if "::" in line and not line.startswith(" ")]

@@ -1,0 +1,105 @@
+"""--chaos-shard K/N on this repository's real collection: disjoint shards that cover it."""
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+
+from chaos.pytest_shard import parse_shard, split
+
+from .helpers import collected_ids, run_pytest
+
+
+def assert_partition(shards: list[list[str]], whole: list[str]) -> None:
+    seen = [n for shard in shards for n in shard]
+    assert len(seen) == len(set(seen)), "a test is in two shards"
+    assert sorted(seen) == sorted(whole), "the shards do not cover the collection"
+
+
+def test_shards_of_the_real_collection_are_disjoint_and_cover_it(whole_collection):
+    shards = [collected_ids("--chaos-shard", f"{k}/3") for k in (1, 2, 3)]
+    assert_partition(shards, whole_collection)
+    assert max(map(len, shards)) - min(map(len, shards)) <= 1   # no durations file: balanced by count
+
+
+def test_shards_follow_a_keyword_filter(whole_collection):
+    selected = collected_ids("-k", "ordering")
+    assert 0 < len(selected) < len(whole_collection)
+    shards = [collected_ids("-k", "ordering", "--chaos-shard", f"{k}/2") for k in (1, 2)]
+    assert_partition(shards, selected)
+
+
+def test_recorded_durations_balance_the_shards(tmp_path, whole_collection):
+    durations = tmp_path / "durations.json"
+    proc = run_pytest("-q", "tests/checker/test_history_io.py", "tests/faults/test_params.py",
+                      "--chaos-store-durations", str(durations))
+    assert proc.returncode == 0, proc.stdout[-2000:]
+    recorded = json.loads(durations.read_text())
+    assert len(recorded) > 20 and all(v >= 0 for v in recorded.values())
+    # the real ids with real (tiny) durations, plus slow ones to balance: the ids of the failover suite
+    slow = [n for n in whole_collection if n.startswith("suites/failover/")]
+    assert slow
+    weights = {**recorded, **{n: 60.0 + i for i, n in enumerate(slow)}}
+    durations.write_text(json.dumps(weights))
+    shards = [collected_ids("--chaos-shard", f"{k}/4", "--chaos-durations", str(durations)) for k in range(1, 5)]
+    assert_partition(shards, whole_collection)
+    mean = sum(weights.get(n, 0) for n in whole_collection) / len(whole_collection)  # unknown ids: the mean
+    known_mean = sum(weights.values()) / len(weights)
+    loads = [sum(weights.get(n, known_mean) for n in shard) for shard in shards]
+    assert max(loads) - min(loads) <= max(weights.values()), (loads, mean)
+    slow_per_shard = [sum(1 for n in shard if n in slow) for shard in shards]
+    assert max(slow_per_shard) - min(slow_per_shard) <= 1, slow_per_shard
+
+
+def test_the_header_says_which_shard_and_how_it_was_balanced(tmp_path):
+    proc = run_pytest("--collect-only", "-q", "tests/faults/test_params.py", "--chaos-shard", "2/2",
+                      "--chaos-durations", str(tmp_path / "missing.json"))
+    assert proc.returncode == 0
+    assert "chaos shard 2/2:" in proc.stdout and "balanced by count (no durations file)" in proc.stdout
+
+
+def test_an_xdist_run_of_a_shard_runs_exactly_that_shard():
+    args = ("tests/faults/test_params.py", "tests/checker/test_history_io.py")
+    mine = collected_ids(*args, "--chaos-shard", "1/2")
+    proc = run_pytest("-q", "-n", "2", "-rA", *args, "--chaos-shard", "1/2")
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    ran = sorted(line.split(" ", 1)[1] for line in proc.stdout.splitlines() if line.startswith("PASSED "))
+    assert ran == sorted(mine)
+
+
+@pytest.mark.parametrize("spec, words", [
+    ("3/2", "shards are numbered 1 to 2; give K between 1 and 2"),
+    ("0/4", "shards are numbered 1 to 4; give K between 1 and 4 (e.g. 1/4)"),
+    ("x/y", "give K/N, two whole numbers such as 1/4"),
+    ("2", "give K/N"),
+    ("1/0", "the shard count N must be 1 or more"),
+])
+def test_a_bad_shard_spec_is_a_usage_error_naming_the_fix(spec, words):
+    proc = run_pytest("--collect-only", "-q", "tests/faults/test_params.py", f"--chaos-shard={spec}")
+    assert proc.returncode == pytest.ExitCode.USAGE_ERROR
+    assert f"--chaos-shard={spec}" in proc.stderr and words in proc.stderr
+    with pytest.raises(ValueError, match=words.split(";")[0].replace("(", r"\(").replace(")", r"\)")):
+        parse_shard(spec)
+
+
+def test_a_corrupt_durations_file_is_a_usage_error_naming_the_fix(tmp_path):
+    bad = tmp_path / "durations.json"
+    bad.write_text("{not json")
+    proc = run_pytest("--collect-only", "-q", "tests/faults/test_params.py", "--chaos-shard", "1/2",
+                      "--chaos-durations", str(bad))
+    assert proc.returncode == pytest.ExitCode.USAGE_ERROR
+    assert f"durations file {bad}" in proc.stderr and "--chaos-store-durations" in proc.stderr
+
+
+def test_the_split_does_not_depend_on_collection_order():
+    ids = [f"suites/x/test_{i}.py::test_cell[{i}]" for i in range(57)]
+    shuffled = ids[:]
+    random.Random(7).shuffle(shuffled)
+    durations = {n: float(i % 9) for i, n in enumerate(ids[:40])}
+    for weights in (None, durations):
+        a = [sorted(s) for s in split(ids, 5, weights)]
+        b = [sorted(s) for s in split(shuffled, 5, weights)]
+        assert a == b
+        assert_partition(split(ids, 5, weights), ids)
+    assert all(s == sorted(s, key=ids.index) for s in split(ids, 5, durations)), "collection order kept"

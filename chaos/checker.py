@@ -96,6 +96,7 @@ class Counts:
     handled_pending: int = 0
     unexpected: int = 0
     failed_publish_seen: int = 0
+    dropped: int = 0
     indeterminate: int = 0
     retries: int = 0
     releases_failed: int = 0
@@ -692,6 +693,8 @@ def _count_events(scan: _RunScan, ids: dict[str, set[str]], counts: Counts,
                     by_kind[LOST][ev.key].append(eid)
         elif ev.info:
             counts.indeterminate += 1
+        elif ev.failed and not (ev.deliveries or handled):
+            counts.dropped += 1     # every attempt refused (OOM, a dead link): the producer gave up on it
         elif ev.deliveries or handled:
             counts.unexpected += 1  # delivered or handled, yet nobody ever tried to publish it
             by_kind[UNEXPECTED][ev.key].append(eid)

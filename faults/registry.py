@@ -22,6 +22,7 @@ FAULTS: dict[str, str] = {
     "poison": "faults.poison:Poison",
     "kill-dispatcher": "faults.kill_dispatcher:KillDispatcher",
     "nemesis": "faults.nemesis:Nemesis",
+    "maxmemory": "faults.maxmemory:MaxMemory",
 }
 
 

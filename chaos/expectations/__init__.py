@@ -32,7 +32,7 @@ from chaos.expectations.table import (
     satisfies,
 )
 
-AREA_MODULES = ("ordering", "delivery", "producer", "redelivery", "failover", "outbox")
+AREA_MODULES = ("ordering", "delivery", "producer", "redelivery", "failover", "outbox", "production")
 
 __all__ = [
     "AREA_MODULES", "NO_FAULT", "RUNS", "Expectation", "ExpectationError", "ExpectationTable",

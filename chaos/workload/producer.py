@@ -29,6 +29,16 @@ def _sent_nothing(exc: Exception) -> bool:
     return isinstance(exc, redis.ConnectionError) and "connecting" in str(exc).lower()
 
 
+REFUSED = ("OOM", "NOREPLICAS", "READONLY")
+
+
+def _refused(exc: Exception) -> bool:
+    """The server refused the XADD before running it (maxmemory reached, too few replicas, a
+    replica): surely not applied, so a `fail` the producer may retry, not a crash."""
+    return (isinstance(exc, (redis.exceptions.OutOfMemoryError, redis.exceptions.ReadOnlyError))
+            or (isinstance(exc, redis.ResponseError) and str(exc).split(" ", 1)[0] in REFUSED))
+
+
 class Publisher:
     def __init__(self, env: WorkerEnv, part: Any) -> None:
         self.env, self.part = env, part
@@ -52,11 +62,14 @@ class Publisher:
                 value["replicas"] = int(self.r.execute_command(
                     "WAIT", self.part.wait_replicas, max(1, round(env.scaled_ms(self.part.wait_ms)))))
                 value["wait_for"] = self.part.wait_replicas
-        except (redis.ConnectionError, redis.TimeoutError, OSError) as exc:
-            kind = "fail" if _sent_nothing(exc) else "info"
+        except (redis.ConnectionError, redis.TimeoutError, OSError, redis.ResponseError) as exc:
+            if isinstance(exc, redis.ResponseError) and not _refused(exc):
+                raise
+            kind = "fail" if _sent_nothing(exc) or _refused(exc) else "info"
             env.op(kind, "publish", **ev.op_fields(), stream=ev.stream,
                    value={"attempt": attempt, "error": f"{type(exc).__name__}: {exc}"})
-            self._reset()
+            if not _refused(exc):       # a refusal leaves the connection fine
+                self._reset()
             return False
         if self.part.wait_replicas and value["replicas"] < self.part.wait_replicas:
             # applied on the primary, not confirmed by the replicas: a failover may lose it

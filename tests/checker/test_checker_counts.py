@@ -34,6 +34,19 @@ class TestPublished:
         h = History().publish(CREATED_42, "fail").publish(PAID_42, entry_id="2-0").handle(PAID_42, "2-0")
         assert check_run(h.ops, final(PAID)).counts.published == 1
 
+    def test_every_attempt_refused_is_dropped_not_lost(self):
+        """A producer that gave up (OOM at every attempt): the event never existed downstream."""
+        h = (History().publish(CREATED_42, "fail").publish(CREATED_42, "fail")
+             .publish(PAID_42, entry_id="2-0").handle(PAID_42, "2-0"))
+        result = check_run(h.ops, final(PAID))
+        c = result.counts
+        assert (c.published, c.lost, c.dropped, c.indeterminate) == (1, 0, 1, 0)
+        assert result.verdict == VALID, "the producer knew: dropped is a figure, not a violation"
+
+    def test_a_failed_attempt_then_ok_is_not_dropped(self):
+        h = History().publish(CREATED_42, "fail").publish(CREATED_42, entry_id="1-0").handle(CREATED_42, "1-0")
+        assert check_run(h.ops, final({"42": ("created", 1)})).counts.dropped == 0
+
     def test_info_publish_found_in_the_stream_is_published(self):
         h = History().publish(CREATED_42, "info").publish(PAID_42, entry_id="2-0").handle(PAID_42, "2-0")
         stream = [{"entry_id": "1-0", "stream": "orders", "event_id": "e42-1"}]

@@ -1,0 +1,53 @@
+"""Expected figures for failures teams meet in production (`maxmemory`, `replica-overflow`).
+
+`maxmemory` (noeviction, capped under the memory in use once 10 of the 50 events are in
+the stream; workload: 10 keys x 5 events, one every 20 ms, so the producer publishes for
+about a second, all of it after the cap):
+
+* for 2 s (longer than the retrying producer's retries, at +0.5 s and +1.5 s): every event
+  first tried under the cap is refused three times and dropped (the checker's `dropped`);
+  nothing acknowledged is lost and the final state is the highest *published* version, so
+  `lost`, `wrong_final_state_runs` and the verdict say all is well while 4 events in 5 are
+  gone. A guard cannot help (s5 drops the same); the outbox keeps every row and relays it
+  once XADD works again: 0 dropped, 0 lost, right final state.
+* for 1 s (shorter than the retries): every refused event gets through at a retry, after
+  later versions of its key went out: the plain UPDATE ends wrong, CAS on the business
+  version holds.
+"""
+from __future__ import annotations
+
+from chaos.expectations.table import RUNS, eq, ge
+from faults.cells import Cell, rows
+
+WORKLOAD = "many-orders:keys=10,events=5,gap_ms=20"
+EVENTS = 50
+OOM_LONG = "maxmemory:after_entries=10"                    # duration_ms=2000 (default)
+OOM_SHORT = "maxmemory:after_entries=10,duration_ms=1000"
+OUTBOX = "p1-per-key:fail_event="                          # the per-key relay without its injected failure
+RUN_COUNT = 2
+
+CELLS: list[Cell] = [
+    Cell("s1", (OOM_LONG,), RUN_COUNT,
+         dict(dropped=ge(EVENTS // 2 * RUNS), lost=eq(0), wrong_final_state_runs=eq(0), verdict="valid"),
+         parts={"workload": WORKLOAD},
+         note="OOM outlasts the retries: most events dropped, nothing counted lost, the state looks right"),
+    Cell("s5", (OOM_LONG,), RUN_COUNT,
+         dict(dropped=ge(EVENTS // 2 * RUNS), lost=eq(0)),
+         parts={"workload": WORKLOAD},
+         note="a guard cannot bring back an event that never reached the stream"),
+    Cell(OUTBOX, (OOM_LONG,), RUN_COUNT,
+         dict(dropped=eq(0), lost=eq(0), published=eq(EVENTS * RUNS), wrong_final_state_runs=eq(0)),
+         parts={"workload": WORKLOAD},
+         note="the outbox holds the rows through the OOM and relays them all, in key order"),
+    Cell("s1", (OOM_SHORT,), RUN_COUNT,
+         dict(dropped=eq(0), lost=eq(0), published=eq(EVENTS * RUNS), reordered=ge(RUNS),
+              wrong_final_state_runs=ge(RUNS)),
+         parts={"workload": WORKLOAD},
+         note="OOM shorter than the retries: every event gets in, retried ones after later versions"),
+    Cell("s5", (OOM_SHORT,), RUN_COUNT,
+         dict(dropped=eq(0), lost=eq(0), published=eq(EVENTS * RUNS), reordered=eq(0),
+              wrong_final_state_runs=eq(0)),
+         parts={"workload": WORKLOAD},
+         note="same: CAS on the business version rejects the late older versions"),
+]
+ROWS = rows(CELLS)

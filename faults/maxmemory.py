@@ -1,0 +1,99 @@
+"""maxmemory: the primary reaches `maxmemory` under `noeviction` while the backlog grows.
+
+A stream nobody trims keeps every entry, so a Redis whose memory is capped (the usual
+production setting, and every managed service) ends up refusing writes: XADD answers
+`OOM command not allowed when used memory > 'maxmemory'`, while XREADGROUP, XACK and
+XAUTOCLAIM still work (they are not `denyoom`), so consumers drain the backlog that
+cannot shrink. The fault sets `maxmemory-policy noeviction` and `maxmemory` to the
+memory used at that moment plus `headroom_kb` (by default a little below it, since
+client buffers come and go and the cap must hold for the whole window), keeps it for `duration_ms` (until the
+operator raises the limit), then restores both settings. What happens to the events
+published in that window is the producer's business: a retrying producer whose retries
+end inside the window drops them (the checker's `dropped`), an outbox keeps the rows and
+relays them once XADD works again.
+"""
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import redis
+
+from faults.base import FaultContext, FaultError, Param, WindowFault, wait_for_entries
+
+PROBE_KEY = "chaos:maxmemory-probe"
+
+
+def oom_refusals(client: redis.Redis) -> int:
+    """Commands the server refused with OOM since its start (INFO errorstats)."""
+    stats = client.info("errorstats")
+    entry = stats.get("errorstat_OOM") or {}
+    return int(entry.get("count", 0)) if isinstance(entry, dict) else 0
+
+
+class MaxMemory(WindowFault):
+    name = "maxmemory"
+    description = ("cap the primary's maxmemory (noeviction) at the memory it uses, for a window: "
+                   "XADD is refused with OOM while consumers still read and ack")
+    params = (
+        Param("after_entries", 1, "wait until the workload's streams hold this many entries (a backlog "
+              "to grow; its progress, not the clock)", kind=int, minimum=0),
+        Param("at_ms", 0, "then wait this long before the cap"),
+        Param("duration_ms", 2000, "how long the cap stays before the operator raises it", minimum=1),
+        Param("headroom_kb", -256, "maxmemory = used memory + this; below 0 (the default) the cap stays "
+              "under the usage when client buffers shrink, so every XADD of the window is refused; above 0 "
+              "the backlog still grows by that much first", kind=int),
+        Param("wait_ms", 30000, "how long to wait for after_entries (unscaled)"),
+    )
+
+    def starts_at_arm(self) -> bool:
+        return self.at_ms == 0 and self.after_entries == 0
+
+    def run(self, ctx: FaultContext) -> None:
+        if getattr(self, "armed_for", None) != id(ctx):
+            self.arm(ctx)
+        if not self.started and self.after_entries:
+            self.entries_wait_s = wait_for_entries(ctx, self.after_entries, self.wait_ms / 1000, self.name)
+        super().run(ctx)
+
+    def start(self, ctx: FaultContext) -> dict[str, Any]:
+        self.client = client = ctx.cluster.direct_redis("primary")
+        saved = client.config_get("maxmemory", "maxmemory-policy")
+        self.saved = {"maxmemory": saved["maxmemory"], "maxmemory-policy": saved["maxmemory-policy"]}
+        self.refusals_before = oom_refusals(client)
+        client.config_set("maxmemory-policy", "noeviction")
+        used = cap = 0
+        for _ in range(20):       # used memory moves (client buffers): cap until a write is refused
+            used = int(client.info("memory")["used_memory"])
+            cap = max(1, used + self.headroom_kb * 1024)
+            client.config_set("maxmemory", cap)
+            if self.headroom_kb > 0:
+                break
+            try:
+                client.set(PROBE_KEY, "x" * 1024)
+                client.delete(PROBE_KEY)
+            except redis.exceptions.OutOfMemoryError:
+                break
+            time.sleep(0.001)
+        else:
+            raise FaultError(f"fault {self.name!r}: writes still succeed with maxmemory={cap}; "
+                             f"used memory moves too much to cap it")
+        return {"used_memory": used, "maxmemory": cap, "saved": self.saved,
+                "entries_wait_s": round(getattr(self, "entries_wait_s", 0.0), 4)}
+
+    def stop(self, ctx: FaultContext) -> list[str]:
+        client = getattr(self, "client", None)
+        if client is None:
+            return []
+        try:
+            refused = oom_refusals(client) - self.refusals_before
+            client.config_set("maxmemory", self.saved["maxmemory"])
+            client.config_set("maxmemory-policy", self.saved["maxmemory-policy"])
+        except redis.RedisError as exc:
+            return [f"restore maxmemory {self.saved}: {exc}"]
+        finally:
+            client.close()
+            self.client = None
+        ctx.record("info", name=self.name, step="lifted", oom_refusals=refused)
+        self.oom_refused = refused
+        return []

@@ -108,6 +108,7 @@ def run_one_cell(cluster: Any, preset: str, faults: list[str], parts: dict[str, 
                        matches_expectation=matches, wall_s=round(cell.wall_s, 3),
                        run_dir=str(root) if keep else None, reproduce=reproduce)
     out["throughput"] = [m.throughput for m in cell.metrics]
+    out["notes"] = list(getattr(cell, "notes", None) or [])
     if keep:
         print(f"[{label}] {'unknown verdict' if unknown else 'MISMATCH'}: run dirs kept in {root}", file=sys.stderr)
         for text in mismatches:
@@ -161,7 +162,8 @@ def _summary_line(out: dict) -> str:
     verdict = out["verdict"]
     match = "no expectation" if out["expected"] is None else (
         "matches expectation" if out["matches_expectation"] else "MISMATCH")
-    return f"{out['preset']} x {out['fault']}: {out['runs']} runs, {verdict}, {figures} ({match}, {out['wall_s']} s)"
+    line = f"{out['preset']} x {out['fault']}: {out['runs']} runs, {verdict}, {figures} ({match}, {out['wall_s']} s)"
+    return line + "".join(f"\n  note: {note}" for note in out.get("notes") or [])
 
 
 def _csv(text: str | None) -> list[str]:
@@ -169,45 +171,51 @@ def _csv(text: str | None) -> list[str]:
 
 
 def cmd_matrix(args: argparse.Namespace) -> int:
-    from chaos.strategies.presets import preset_names
-    presets = _csv(args.presets) or preset_names()
-    faults = _csv(args.faults) or ["none"]
-    runs = _positive(str(args.runs), "--runs", int)
+    """The expectation table's rows, each run with its own parameters (see chaos.report.matrix)."""
+    from chaos.report.matrix import coverage, matrix_cell, plan_cells
+    planned = plan_cells(args.area or None, _csv(args.presets), _csv(args.faults))
+    if not planned:
+        raise BadArguments(f"no cells to run: area {args.area!r} has no rows for presets {args.presets!r} x "
+                           f"faults {args.faults!r}; drop --presets/--faults or see `python -m chaos list`")
+    runs = None if args.runs is None else _positive(str(args.runs), "--runs", int)
     scale = _positive(str(args.time_scale), "--time-scale")
-    for preset in presets:
-        for fault in faults:
-            _check_inputs(preset, [] if fault == "none" else [fault], {})
+    for cell in planned:
+        _check_inputs(cell.preset, list(cell.faults), dict(cell.parts))
     root = _runs_root(args)
     cells, worst = [], EXIT_OK
     with _start_cluster(args.backend) as cluster:
-        for preset in presets:
-            for fault in faults:
-                out, code = run_one_cell(cluster, preset, [] if fault == "none" else [fault], {}, runs,
-                                         args.seed, scale, False, args.backend, root)
-                cells.append(out)
-                worst = max(worst, code)
-                print(_summary_line(out), file=sys.stderr)
-    matrix = {"schema_version": 1, "runs": runs, "seed": args.seed, "time_scale": scale, "cells": cells}
+        for cell in planned:
+            out, code = run_one_cell(cluster, cell.preset, list(cell.faults), dict(cell.parts), runs or cell.runs,
+                                     args.seed, scale, False, args.backend, root)
+            row = matrix_cell(out, area=cell.area, expected=cell.expected, parts=cell.parts)
+            cells.append(row)
+            worst = max(worst, code)
+            print(_summary_line(out), file=sys.stderr)
+    matrix = {"schema_version": 1, "runs": runs, "seed": args.seed, "time_scale": scale, "cells": cells,
+              "coverage": coverage()}
     if args.out:
         _write_page(matrix, Path(args.out))
     if args.json:
         print(json.dumps(matrix, default=str))
     else:
-        for out in cells:
-            print(_summary_line(out))
+        for row in cells:
+            print(_row_line(row))
     return worst
 
 
+def _row_line(row: dict) -> str:
+    from chaos.report.matrix import STATUS_TEXT, cell_status
+    params = ",".join(f"{k}={v}" for k, v in (row.get("params") or {}).items())
+    return (f"{row['area'] or '-'}: {row['preset']} x {row['fault']}{' [' + params + ']' if params else ''}: "
+            f"{row['runs']} runs, {row['verdict']}, lost={row['lost']} duplicated={row['duplicated']} "
+            f"reordered={row['reordered']} wrong={row['wrong_final_state_runs']}/{row['runs']} "
+            f"pending={row['pending_left']} ({STATUS_TEXT[cell_status(row)]})")
+
+
 def _write_page(matrix: dict, path: Path) -> None:
-    """The matrix page from chaos.report when it offers one, else the JSON beside the path."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        from chaos.report.matrix import write_matrix_page  # owned by the report engineer
-    except ImportError:
-        path.with_suffix(".json").write_text(json.dumps(matrix, indent=2, default=str))
-        print(f"chaos.report.matrix is not available: wrote {path.with_suffix('.json')}", file=sys.stderr)
-        return
+    from chaos.report.matrix import write_matrix_page
     write_matrix_page(matrix, path)
+    print(f"matrix page: {path} (and {path.with_suffix('.json')})", file=sys.stderr)
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -232,9 +240,14 @@ def add_parser(subparsers: Any) -> None:
     from chaos.blackbox import cli as blackbox_cli
     blackbox_cli.add_arguments(run)
     run.set_defaults(func=cmd_run)
-    matrix = subparsers.add_parser("matrix", help="run presets x faults and write the matrix page")
-    matrix.add_argument("--presets", default="", help="comma-separated presets (default: all)")
-    matrix.add_argument("--faults", default="", help="comma-separated faults (default: none)")
-    matrix.add_argument("--out", default="", help="matrix page path, e.g. reports/matrix.html")
+    matrix = subparsers.add_parser("matrix", help="run the expectation table's cells and write the matrix page")
+    matrix.add_argument("--area", default="", help="only this area's rows (ordering, delivery, producer, ...)")
+    matrix.add_argument("--presets", default="", help="comma-separated presets: their rows (pairs without a row "
+                        "run on defaults, unjudged); default: every row of the table")
+    matrix.add_argument("--faults", default="", help="comma-separated faults (none = no fault), as --presets")
+    matrix.add_argument("--out", default="", help="matrix page path, e.g. reports/matrix.html (JSON beside it)")
     _common(matrix)
+    for action in matrix._actions:  # the table's cells carry their own run counts
+        if action.dest == "runs":
+            action.default, action.help = None, "runs per cell (default: each row's own, 3 where its area gives none)"
     matrix.set_defaults(func=cmd_matrix)

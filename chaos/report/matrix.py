@@ -1,43 +1,272 @@
-"""The static matrix page: presets down, faults across, one verdict and its counts per cell.
+"""The matrix: the expectation table run cell by cell, and its static page.
 
-The page answers "which cells broke" at a glance, and broke means *against the
-expectation*: a known-broken strategy that breaks as expected is green, a correct one
-that held is green, a cell that did not match is red, unknown is grey, and a cell the
-table lacks is white. Input is the `run --json` objects (CellResult.to_json), so the
-page can be rebuilt from saved JSON without rerunning anything.
+`plan_cells` turns the table's rows (or a presets x faults selection) into cells to run,
+each with its own parameters and the expectation that judges it. `matrix_cell` gives the
+summary row of a ran cell (seam R's keys: the same rows as the terminal summary and
+`--chaos-summary`, so the nightly merge concatenates them) plus what the page explains
+with (mismatches, notes, replay command). `coverage` says which preset x fault pairs
+the table has no row for.
+
+The page lays each area out like the README's expectation table, one line per cell with
+its figures, colour by what matters: a cell that behaved as its row says is green (also a
+known-broken strategy that broke), a mismatch red, an unknown verdict grey, a cell without
+a row white; then the coverage grid, so what is not covered is visible.
 """
 from __future__ import annotations
 
 import html
+import importlib
 import json
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-SHOWN_COUNTS = ("published", "lost", "duplicated", "reordered", "unexpected", "recovered", "redelivered",
-                "pending_left", "dlq", "unsettled_keys", "indeterminate")  # the last two explain a valid "wrong"
-STATUS_CLASSES = {"match": "match", "mismatch": "mismatch", "unknown": "unknown", "none": "noexp"}
+ROW_KEYS = ("area", "preset", "fault", "params", "runs", "lost", "duplicated", "reordered",
+            "wrong_final_state_runs", "pending_left", "verdict", "expected", "match", "wall_s")
+# beside the row keys, kept from the `run --json` object for the page and for people
+EXTRA_KEYS = ("published", "redelivered", "recovered", "dlq", "unexpected", "unsettled_keys", "mismatches",
+              "unknown_reasons", "notes", "reproduce", "run_dir", "seed", "time_scale")
+DEFAULT_RUNS = 3  # a row whose area module does not say how many runs its cell takes
+STATUS_TEXT = {"match": "matches", "mismatch": "MISMATCH", "unknown": "unknown", "none": "no row"}
+
+
+@dataclass(frozen=True)
+class PlannedCell:
+    """One cell to run: specs with their parameters, and the row that judges it (or None)."""
+
+    area: str
+    preset: str                       # "s1:paid_at_ms=300"
+    faults: tuple[str, ...]           # ("publish-blip:at=before_publish",), () for none
+    parts: Mapping[str, str] = field(default_factory=dict)
+    runs: int = DEFAULT_RUNS
+    expected: Any = None              # chaos.expectations.Expectation | None
+
+    @property
+    def fault(self) -> str:
+        return "+".join(self.faults) or "none"
+
+
+def _spec(name: str, params: Mapping[str, str]) -> str:
+    return name + (":" + ",".join(f"{k}={v}" for k, v in params.items()) if params else "")
+
+
+def row_specs(row: Any) -> tuple[str, tuple[str, ...], dict[str, str]]:
+    """A table row's key back to what runs it: (preset spec, fault specs, parts).
+
+    Row params are the preset's own (`paid_at_ms`), the faults' as `<fault>.<k>`, and
+    replaced parts by slot name (`workload`), as chaos.expectations.table.cell_name keys them.
+    """
+    own, per_fault, parts = split_params({"fault": row.fault, "params": dict(row.params)})
+    return _spec(row.preset, own), tuple(_spec(n, p) for n, p in per_fault.items()), parts
+
+
+def _cell_runs(area: str) -> dict[tuple, int]:
+    """Row key -> the run count the area module's cells give it (modules without CELLS: none)."""
+    try:
+        module = importlib.import_module(f"chaos.expectations.{area}")
+    except ModuleNotFoundError:
+        return {}
+    out = {}
+    for cell in getattr(module, "CELLS", None) or []:
+        try:
+            out[cell.row().cell_key] = int(cell.runs)
+        except (AttributeError, TypeError, ValueError):
+            continue
+    return out
+
+
+def check_area(area: str | None) -> None:
+    from chaos.errors import BadArguments
+    from chaos.expectations import AREA_MODULES
+    if area is not None and area not in AREA_MODULES:
+        raise BadArguments(f"--area {area}: no such area; areas are: {', '.join(AREA_MODULES)}")
+
+
+def plan_cells(area: str | None = None, presets: Iterable[str] = (), faults: Iterable[str] = ()) -> list[PlannedCell]:
+    """The cells `chaos matrix` runs, in table order.
+
+    Without presets and faults: every row of the table (of `area` when given), each with its
+    own parameters and its area's run count. With presets and/or faults: the rows of those
+    pairs (a missing list means all); a pair the table has no row for runs on its defaults,
+    without an expectation (unless an area is given: then only rows run).
+    """
+    from chaos.expectations import table
+    check_area(area)
+    presets, faults = list(presets), list(faults)
+    rows = [r for r in table().rows() if area is None or r.area == area]
+    runs_of: dict[str, dict[tuple, int]] = {}
+
+    def planned(r: Any) -> PlannedCell:
+        preset, fault_specs, parts = row_specs(r)
+        counts = runs_of.setdefault(r.area, _cell_runs(r.area))
+        return PlannedCell(r.area, preset, fault_specs, parts, counts.get(r.cell_key, DEFAULT_RUNS), r.expectation)
+
+    if not presets and not faults:
+        return [planned(r) for r in rows]
+    from chaos.strategies.presets import preset_names
+    from faults.registry import fault_names
+    presets = presets or preset_names()
+    faults = faults or list(dict.fromkeys(["none", *fault_names()]))
+    out = []
+    for preset in presets:
+        for fault in faults:
+            base_fault = "+".join(f.partition(":")[0] for f in fault.split("+"))
+            matching = [r for r in rows if r.preset == preset.partition(":")[0] and r.fault == base_fault]
+            if matching and ":" not in preset and ":" not in fault:
+                out += [planned(r) for r in matching]
+            elif area is None:
+                from chaos.expectations import expect
+                fault_specs = () if fault == "none" else tuple(fault.split("+"))
+                found = expect(preset, list(fault_specs) or None)
+                out.append(PlannedCell("", preset, fault_specs, {}, DEFAULT_RUNS, found))
+    return out
+
+
+def coverage(presets: Iterable[str] | None = None, faults: Iterable[str] | None = None) -> dict:
+    """Which preset x fault pairs the table has rows for: `{"presets", "faults", "rows":
+    {preset: {fault: n}}, "uncovered": [[preset, fault], ...]}` (multi-fault rows count
+    for each of their faults)."""
+    from chaos.expectations import table
+    from chaos.strategies.presets import preset_names
+    from faults.registry import fault_names
+    presets = list(presets or preset_names())
+    faults = list(dict.fromkeys(faults or ["none", *fault_names()]))
+    rows: dict[str, dict[str, int]] = {}
+    for r in table().rows():
+        for fault in r.fault.split("+"):
+            per = rows.setdefault(r.preset, {})
+            per[fault] = per.get(fault, 0) + 1
+    uncovered = [[p, f] for p in presets for f in faults if not rows.get(p, {}).get(f)]
+    return {"presets": presets, "faults": faults, "rows": rows, "uncovered": uncovered}
+
+
+def expected_text(expected: Any) -> str | None:
+    """The bounds in one short line (`lost >= runs, duplicated == 0`), None without a row."""
+    if expected is None:
+        return None
+    if isinstance(expected, Mapping):
+        return ", ".join(f"{k} {v}" for k, v in expected.items() if k != "note")
+    return ", ".join(f"{name} {bound.describe(None)}" for name, bound in expected.bounds.items())
+
+
+def matrix_cell(out: Mapping[str, Any], *, area: str, expected: Any, parts: Mapping[str, str] | None = None) -> dict:
+    """The summary row (seam R keys) of a cell from its `run --json` object, plus EXTRA_KEYS."""
+    from chaos.expectations.table import cell_name
+    fault = out.get("fault") or "none"
+    preset_name, fault_name, params = cell_name(str(out["preset"]), None if fault == "none" else fault.split("+"))
+    params.update({str(k): str(v) for k, v in (parts or out.get("parts") or {}).items()})
+    wall = out.get("wall_s")
+    row = {
+        "area": area, "preset": preset_name, "fault": fault_name, "params": params, "runs": out.get("runs"),
+        **{k: out.get(k) for k in ("lost", "duplicated", "reordered", "wrong_final_state_runs", "pending_left",
+                                   "verdict")},
+        "expected": expected_text(expected),
+        "match": None if expected is None else bool(out.get("matches_expectation")),
+        "wall_s": None if wall is None else round(float(wall), 3),
+    }
+    row.update({k: out[k] for k in EXTRA_KEYS if k in out})
+    return row
+
+
+# ---------------------------------------------------------------------------------------------
+# the page
+# ---------------------------------------------------------------------------------------------
 STYLE = """
 body { font-family: system-ui, sans-serif; margin: 1.5em; color: #212121; }
-table { border-collapse: collapse; }
-th, td { border: 1px solid #bdbdbd; padding: 6px 8px; vertical-align: top; font-size: 13px; }
+h2 { margin: 1.4em 0 0.4em 0; }
+table { border-collapse: collapse; margin-bottom: 0.5em; }
+th, td { border: 1px solid #bdbdbd; padding: 4px 7px; vertical-align: top; font-size: 13px; }
 th { background: #eeeeee; text-align: left; }
-td.match { background: #e8f5e9; } td.mismatch { background: #ffebee; }
-td.unknown { background: #eeeeee; } td.noexp { background: #ffffff; } td.empty { background: #fafafa; }
-.verdict { font-weight: 600; } .verdict.invalid { color: #c62828; } .verdict.valid { color: #2e7d32; }
-.verdict.unknown { color: #616161; } .counts { color: #424242; font-size: 12px; }
-.mm { color: #b71c1c; font-size: 11px; margin: 2px 0 0 0; padding-left: 1em; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; }
+tr.match td { background: #e8f5e9; } tr.mismatch td { background: #ffebee; }
+tr.unknown td { background: #eeeeee; } tr.none td { background: #ffffff; }
+.status { font-weight: 600; white-space: nowrap; } tr.mismatch .status { color: #c62828; }
+tr.match .status { color: #2e7d32; } tr.unknown .status { color: #616161; }
+.small { color: #424242; font-size: 12px; } code { font-size: 12px; }
+.name { font-weight: 600; white-space: nowrap; } .spec { color: #424242; font-size: 12px; max-width: 22em; }
+.mm { color: #b71c1c; font-size: 12px; margin: 2px 0 0 0; padding-left: 1.2em; }
 .legend span { display: inline-block; padding: 2px 8px; margin-right: 6px; border: 1px solid #bdbdbd; }
+table.cov td { text-align: center; min-width: 1.6em; padding: 2px 4px; }
+table.cov td.has { background: #c8e6c9; } table.cov td.gap { background: #fafafa; color: #bdbdbd; }
+table.cov th.f { writing-mode: vertical-rl; transform: rotate(180deg); font-weight: normal; font-size: 12px; }
 """
+COLUMNS = (("preset", "preset"), ("fault", "fault"), ("parts replaced", "params"), ("runs", "runs"),
+           ("lost", "lost"), ("dup", "duplicated"), ("reord", "reordered"), ("wrong", "wrong_final_state_runs"),
+           ("pending", "pending_left"), ("verdict", "verdict"), ("expected", "expected"), ("result", "status"))
+NUMERIC = {"runs", "lost", "duplicated", "reordered", "pending_left"}
 
 
-def cell_status(cell: dict) -> str:
-    """`match`, `mismatch`, `unknown` (the runs cannot vouch) or `none` (no expectation)."""
+def cell_status(cell: Mapping[str, Any]) -> str:
+    """`match`, `mismatch`, `unknown` (the runs cannot vouch) or `none` (no row)."""
     if cell.get("verdict") == "unknown":
         return "unknown"
-    if cell.get("expected") is None:
+    match = cell.get("match", cell.get("matches_expectation") if cell.get("expected") is not None else None)
+    if cell.get("expected") is None or match is None:
         return "none"
-    return "match" if cell.get("matches_expectation") else "mismatch"
+    return "match" if match else "mismatch"
+
+
+def split_params(cell: Mapping[str, Any]) -> tuple[dict[str, str], dict[str, dict[str, str]], dict[str, str]]:
+    """A row's params as (preset's own, per fault, replaced parts), the way row_specs splits them."""
+    from chaos.strategies.presets import SLOTS
+    fault_names = [] if cell.get("fault") in (None, "", "none") else str(cell["fault"]).split("+")
+    own: dict[str, str] = {}
+    per_fault: dict[str, dict[str, str]] = {name: {} for name in fault_names}
+    parts: dict[str, str] = {}
+    params = cell.get("params") if isinstance(cell.get("params"), Mapping) else {}
+    for key, value in params.items():
+        owner, dot, param = str(key).partition(".")
+        if dot and owner in per_fault:
+            per_fault[owner][param] = str(value)
+        elif key in SLOTS:
+            parts[str(key)] = str(value)
+        else:
+            own[str(key)] = str(value)
+    return own, per_fault, parts
+
+
+def _spec_html(name: str, params: Mapping[str, str]) -> str:
+    shown = ", ".join(f"{k}={v}" for k, v in params.items())
+    return f'<div class="name">{html.escape(name)}</div>' + (f'<div class="spec">{html.escape(shown)}</div>'
+                                                             if shown else "")
+
+
+def _row_html(cell: Mapping[str, Any]) -> str:
+    status = cell_status(cell)
+    own, per_fault, parts = split_params(cell)
+    tds = []
+    for _, key in COLUMNS:
+        if key == "status":
+            extra = ""
+            if cell.get("mismatches"):
+                extra = '<ul class="mm">' + "".join(f"<li>{html.escape(str(m))}</li>" for m in cell["mismatches"]) \
+                    + "</ul>"
+            for note in cell.get("notes") or []:
+                extra += f'<div class="small">note: {html.escape(str(note))}</div>'
+            for reason in (cell.get("unknown_reasons") or [])[:3]:
+                extra += f'<div class="small">{html.escape(str(reason))}</div>'
+            if cell.get("run_dir"):
+                extra += f'<div class="small">run dir: <code>{html.escape(str(cell["run_dir"]))}</code></div>'
+            tds.append(f'<td><span class="status">{STATUS_TEXT[status]}</span>{extra}</td>')
+        elif key == "preset":
+            tds.append(f"<td>{_spec_html(str(cell.get('preset')), own)}</td>")
+        elif key == "fault":
+            specs = "".join(_spec_html(n, p) for n, p in per_fault.items()) or _spec_html("none", {})
+            tds.append(f"<td>{specs}</td>")
+        elif key == "params":
+            shown = "<br>".join(f"{html.escape(k)}={html.escape(v)}" for k, v in parts.items()) or "-"
+            tds.append(f'<td class="spec">{shown}</td>')
+        elif key == "wrong_final_state_runs":
+            tds.append(f'<td class="num">{html.escape(str(cell.get(key, "?")))}/{html.escape(str(cell.get("runs")))}</td>')
+        elif key == "expected":
+            tds.append(f'<td class="small">{html.escape(str(cell.get(key) or "(no row)"))}</td>')
+        else:
+            css = ' class="num"' if key in NUMERIC else ""
+            tds.append(f"<td{css}>{html.escape(str(cell.get(key, '?')))}</td>")
+    tip = html.escape(str(cell.get("reproduce") or ""), quote=True)
+    return f'<tr class="{status}" title="{tip}">{"".join(tds)}</tr>'
 
 
 def _fault_label(fault: object) -> str:
@@ -48,78 +277,77 @@ def _fault_label(fault: object) -> str:
     return str(fault)
 
 
-def _cell_html(cell: dict) -> str:
-    status = cell_status(cell)
-    verdict = str(cell.get("verdict", "?"))
-    runs = cell.get("runs") or len(cell.get("per_run", [])) or "?"
-    wrong = f"wrong {cell.get('wrong_final_state_runs', '?')}/{runs}"
-    counts = " ".join(f"{name}={cell[name]}" for name in SHOWN_COUNTS if cell.get(name))
-    mark = {"match": "matches", "mismatch": "MISMATCH", "unknown": "unknown", "none": "no expectation"}[status]
-    parts = [f'<div class="verdict {html.escape(verdict)}">{html.escape(verdict)} &middot; {mark}</div>',
-             f'<div class="counts">{html.escape(wrong)}<br>{html.escape(counts)}</div>']
-    expected = cell.get("expected")
-    if isinstance(expected, dict):
-        bounds = ", ".join(f"{k} {v}" for k, v in expected.items() if k != "note")
-        parts.append(f'<div class="counts">expected: {html.escape(bounds)}</div>')
-    if cell.get("mismatches"):
-        items = "".join(f"<li>{html.escape(m)}</li>" for m in cell["mismatches"])
-        parts.append(f'<ul class="mm">{items}</ul>')
-    if cell.get("unknown_reasons"):
-        parts.append(f'<div class="counts">{html.escape("; ".join(cell["unknown_reasons"][:3]))}</div>')
-    if cell.get("run_dir"):
-        parts.append(f'<div class="counts">run dir: <code>{html.escape(str(cell["run_dir"]))}</code></div>')
-    tip = html.escape(str(cell.get("reproduce") or ""), quote=True)
-    return f'<td class="{STATUS_CLASSES[status]}" title="{tip}">{"".join(parts)}</td>'
-
-
-def render_matrix(cells: Iterable[dict], title: str = "Chaos matrix") -> str:
-    """The whole page as a string; presets and faults keep the order they first appear in."""
-    cells = list(cells)
-    for cell in cells:
-        if "preset" not in cell:
-            raise ValueError(f"matrix cell without 'preset' (keys: {sorted(cell)}); pass the objects "
-                             "of CellResult.to_json(preset=..., fault=...)")
-    presets = list(dict.fromkeys(str(c["preset"]) for c in cells))
-    faults = list(dict.fromkeys(_fault_label(c.get("fault")) for c in cells))
-    grid = {(str(c["preset"]), _fault_label(c.get("fault"))): c for c in cells}
-    tally: dict[str, int] = {}
-    for cell in cells:
-        tally[cell_status(cell)] = tally.get(cell_status(cell), 0) + 1
-    head = "".join(f"<th>{html.escape(f)}</th>" for f in faults)
+def _coverage_html(cov: Mapping[str, Any]) -> str:
+    presets, faults, rows = cov["presets"], cov["faults"], cov["rows"]
+    head = "".join(f'<th class="f">{html.escape(f)}</th>' for f in faults)
     body = []
     for preset in presets:
-        row = [f"<th>{html.escape(preset)}</th>"]
+        tds = []
         for fault in faults:
-            cell = grid.get((preset, fault))
-            row.append(_cell_html(cell) if cell else '<td class="empty"></td>')
-        body.append(f"<tr>{''.join(row)}</tr>")
-    summary = ", ".join(f"{tally.get(k, 0)} {k}" for k in ("match", "mismatch", "unknown", "none"))
+            n = rows.get(preset, {}).get(fault, 0)
+            tds.append(f'<td class="has" title="{html.escape(preset)} x {html.escape(fault)}: {n} row(s)">{n}</td>'
+                       if n else f'<td class="gap" title="{html.escape(preset)} x {html.escape(fault)}: no row">'
+                                 '&middot;</td>')
+        body.append(f"<tr><th>{html.escape(preset)}</th>{''.join(tds)}</tr>")
+    total = len(presets) * len(faults)
+    return (f'<h2 id="coverage">Coverage: {total - len(cov["uncovered"])} of {total} preset x fault pairs have '
+            f"a row</h2>\n<p class=\"small\">A number is how many rows (parameter sets) the expectation table has "
+            f"for the pair; a dot is a pair nobody has stated an expectation for.</p>\n"
+            f'<table class="cov"><tr><th>preset \\ fault</th>{head}</tr>\n' + "\n".join(body) + "\n</table>\n")
+
+
+def render_matrix(cells: Iterable[Mapping[str, Any]], title: str = "Chaos matrix",
+                  coverage_info: Mapping[str, Any] | None = None) -> str:
+    """The whole page as a string: a table per area (in first-seen order), then coverage."""
+    cells = [dict(c) for c in cells]
+    for cell in cells:
+        if "preset" not in cell:
+            raise ValueError(f"matrix cell without 'preset' (keys: {sorted(cell)}); pass rows of "
+                             "chaos.report.matrix.matrix_cell / chaos.report.rows.cell_row")
+        cell["fault"] = _fault_label(cell.get("fault"))
+    tally: dict[str, int] = {}
+    areas: dict[str, list[dict]] = {}
+    for cell in cells:
+        tally[cell_status(cell)] = tally.get(cell_status(cell), 0) + 1
+        areas.setdefault(str(cell.get("area") or "(no area)"), []).append(cell)
+    head = "".join(f"<th>{html.escape(t)}</th>" for t, _ in COLUMNS)
+    sections = []
+    for area, members in areas.items():
+        counts = ", ".join(f"{sum(cell_status(c) == k for c in members)} {STATUS_TEXT[k]}"
+                           for k in STATUS_TEXT if any(cell_status(c) == k for c in members))
+        sections.append(f'<h2 id="area-{html.escape(area)}">{html.escape(area)} <span class="small">'
+                        f"({len(members)} cells: {counts})</span></h2>\n<table><tr>{head}</tr>\n"
+                        + "\n".join(_row_html(c) for c in members) + "\n</table>\n")
+    summary = ", ".join(f"{tally.get(k, 0)} {STATUS_TEXT[k]}" for k in STATUS_TEXT)
     return (
         f"<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>{html.escape(title)}</title>"
         f"<style>{STYLE}</style></head><body>\n<h1>{html.escape(title)}</h1>\n"
         f"<p>{len(cells)} cells: {summary}. Generated {time.strftime('%Y-%m-%d %H:%M:%S %Z')}.</p>\n"
-        '<p class="legend"><span style="background:#e8f5e9">matches its expectation</span>'
-        '<span style="background:#ffebee">mismatch</span><span style="background:#eeeeee">unknown</span>'
-        '<span>no expectation</span> Hover a cell for the command that replays it.</p>\n'
-        f"<table><tr><th>preset \\ fault</th>{head}</tr>\n" + "\n".join(body) + "\n</table>\n</body></html>\n"
+        '<p class="legend"><span style="background:#e8f5e9">behaved as its row says</span>'
+        '<span style="background:#ffebee">mismatch</span><span style="background:#eeeeee">unknown verdict</span>'
+        '<span>no row in the expectation table</span> Hover a line for the command that replays it.</p>\n'
+        + "".join(sections) + (_coverage_html(coverage_info) if coverage_info else "") + "</body></html>\n"
     )
 
 
-def write_matrix(cells: Iterable[dict], path: Path, title: str = "Chaos matrix") -> Path:
+def write_matrix(cells: Iterable[Mapping[str, Any]], path: Path, title: str = "Chaos matrix",
+                 coverage_info: Mapping[str, Any] | None = None) -> Path:
     """Write the page (parents created); returns the path."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(render_matrix(cells, title), encoding="utf-8")
+    path.write_text(render_matrix(cells, title, coverage_info), encoding="utf-8")
     return path
 
 
-def write_matrix_page(matrix: dict, path: Path) -> Path:
-    """The page for a `matrix --json` document (`{"cells": [...], "runs", "seed",
-    "time_scale"}`), with the document saved beside it as JSON to rebuild the page later."""
-    if not isinstance(matrix, dict) or not isinstance(matrix.get("cells"), list):
+def write_matrix_page(matrix: Mapping[str, Any], path: Path) -> Path:
+    """The page for a matrix document (`{"cells": [...], "runs", "seed", "time_scale",
+    "coverage"}`), with the document saved beside it as JSON to rebuild the page later."""
+    if not isinstance(matrix, Mapping) or not isinstance(matrix.get("cells"), list):
         raise ValueError("write_matrix_page needs the matrix document {'cells': [...], ...}; "
                          "for a plain list of cells use write_matrix(cells, path)")
-    settings = ", ".join(f"{k} {matrix[k]}" for k in ("runs", "seed", "time_scale") if matrix.get(k) is not None)
-    path = write_matrix(matrix["cells"], path, title=f"Chaos matrix ({settings})" if settings else "Chaos matrix")
+    settings = ", ".join(f"{k.replace('_', ' ')} {matrix[k]}" for k in ("runs", "seed", "time_scale")
+                         if matrix.get(k) is not None)
+    path = write_matrix(matrix["cells"], path, title=f"Chaos matrix ({settings})" if settings else "Chaos matrix",
+                        coverage_info=matrix.get("coverage"))
     path.with_suffix(".json").write_text(json.dumps(matrix, indent=2, default=str), encoding="utf-8")
     return path

@@ -14,7 +14,15 @@ from chaos.expectations.table import RUNS, Expectation, UnknownVerdict, assert_c
 from chaos.history import HistoryWriter, read_history
 from chaos.report import attach_cell, render_matrix, write_matrix
 from chaos.report.attachments import allure_active, chosen_runs
-from chaos.report.matrix import cell_status, write_matrix_page
+from chaos.report.matrix import (
+    DEFAULT_RUNS,
+    ROW_KEYS,
+    cell_status,
+    coverage,
+    matrix_cell,
+    plan_cells,
+    write_matrix_page,
+)
 from chaos.report.timeline import build_timeline, plot_timeline
 
 CATEGORIES = json.loads((Path(__file__).parents[2] / "reports" / "categories.json").read_text())
@@ -61,12 +69,15 @@ class TestTimeline:
             build_timeline([])
 
 
-def cell_json(preset: str, fault: str, wrong: bool, expected: Expectation | None, **extra) -> dict:
+def cell_json(preset: str, fault: str, wrong: bool, expected: Expectation | None, area: str = "ordering",
+              **extra) -> dict:
+    """A matrix cell (summary row) of a one-run cell, through the `run --json` object."""
     h = History().publish(CREATED_42, entry_id="1-0").publish(PAID_42, entry_id="2-0")
     for ev in ([PAID_42, CREATED_42] if wrong else [CREATED_42, PAID_42]):
         h.handle(ev, "1-0" if ev is CREATED_42 else "2-0")
     result = check_run(h.ops, final({"42": ("created", 1) if wrong else ("paid", 2)}), **extra)
-    return summarize([result]).to_json(preset=preset, fault=fault, expected=expected)
+    out = summarize([result]).to_json(preset=preset, fault=fault, expected=expected)
+    return matrix_cell(out, area=area, expected=expected)
 
 
 class TestMatrix:
@@ -74,33 +85,87 @@ class TestMatrix:
         return [
             cell_json("baseline", "none", True, Expectation.of(wrong_final_state_runs=RUNS)),
             cell_json("s1", "none", True, Expectation.of(wrong_final_state_runs=0)),
-            cell_json("s1", "kill-consumer", False, None),
-            cell_json("s5<script>", "none", False, Expectation.of(lost=0), unknown_reasons=["C1 died"]),
+            cell_json("s1", "kill-consumer", False, None, area="delivery"),
+            cell_json("s5<script>:x=1", "none", False, Expectation.of(lost=0), unknown_reasons=["C1 died"]),
         ]
 
     def test_status_of_each_cell(self):
         assert [cell_status(c) for c in self.cells()] == ["match", "mismatch", "none", "unknown"]
 
-    def test_page_has_a_row_per_preset_and_a_column_per_fault(self, tmp_path):
-        page = write_matrix(self.cells(), tmp_path / "m" / "matrix.html").read_text()
-        assert page.count("<tr>") == 4  # header + baseline, s1, s5
-        assert "<th>kill-consumer</th>" in page and '<td class="empty"></td>' in page
+    def test_cells_are_summary_rows(self):
+        row = self.cells()[1]
+        assert list(row)[:14] == list(ROW_KEYS)
+        assert (row["area"], row["preset"], row["fault"], row["params"]) == ("ordering", "s1", "none", {})
+        assert (row["expected"], row["match"], row["wrong_final_state_runs"]) == ("wrong_final_state_runs == 0",
+                                                                                   False, 1)
+        assert row["mismatches"] == ["wrong_final_state_runs: expected == 0, measured 1/1 [WRONG_FINAL_STATE_RUNS: 1/1]"]
+        assert self.cells()[3]["params"] == {"x": "1"} and self.cells()[2]["match"] is None
+
+    def test_page_has_a_table_per_area_and_the_coverage_grid(self, tmp_path):
+        cov = {"presets": ["baseline", "s1"], "faults": ["none", "kill-consumer"],
+               "rows": {"baseline": {"none": 2}}, "uncovered": [["baseline", "kill-consumer"], ["s1", "none"],
+                                                                 ["s1", "kill-consumer"]]}
+        page = write_matrix(self.cells(), tmp_path / "m" / "matrix.html", coverage_info=cov).read_text()
+        assert page.count("<h2") == 3  # ordering, delivery, coverage
+        assert '<h2 id="area-ordering">ordering <span class="small">(3 cells: 1 matches, 1 MISMATCH, 1 unknown)' in page
+        assert "Coverage: 1 of 4 preset x fault pairs have a row" in page
+        assert page.count('class="gap"') == 3 and page.count('class="has"') == 1
         assert "wrong_final_state_runs: expected == 0, measured 1/1" in page
         assert "s5&lt;script&gt;" in page and "<script>" not in page
-        assert "4 cells: 1 match, 1 mismatch, 1 unknown, 1 none" in page
-        assert "expected: wrong_final_state_runs == runs" in page
+        assert "4 cells: 1 matches, 1 MISMATCH, 1 unknown, 1 no row" in page
+        assert "wrong_final_state_runs == runs" in page and "(no row)" in page
 
     def test_a_valid_cell_with_a_wrong_key_shows_why(self):
         """ack after + a kill: the row is wrong only because paid still waits in the PEL."""
         h = History().publish(CREATED_42, entry_id="1-0").publish(PAID_42, entry_id="2-0").handle(CREATED_42, "1-0")
         pending = [{"entry_id": "2-0", "stream": "orders", "event_id": "e42-2", "consumer": "C1", "delivery_count": 1}]
         cell = summarize([check_run(h.ops, final({"42": ("created", 1)}, pending=pending))])
-        page = render_matrix([cell.to_json(preset="ack-after", fault="kill-consumer")])
-        assert '<div class="verdict valid">' in page and "unsettled_keys=1" in page and "pending_left=1" in page
+        page = render_matrix([matrix_cell(cell.to_json(preset="ack-after", fault="kill-consumer"), area="delivery",
+                                          expected=None)])
+        assert "<td>valid</td>" in page and '<td class="num">1</td>' in page  # pending_left 1
 
     def test_cell_without_preset_is_refused(self):
         with pytest.raises(ValueError, match="without 'preset'"):
             render_matrix([{"fault": "none"}])
+
+
+class TestPlan:
+    def test_every_row_runs_with_its_own_parameters_and_finds_itself(self):
+        from chaos.expectations import expect, table
+        from chaos.strategies.presets import resolve
+        planned = plan_cells()
+        assert len(planned) == len(table().rows())
+        for cell in planned:
+            label = resolve(cell.preset, parts=dict(cell.parts)).label()
+            assert expect(label, list(cell.faults) or None, params=dict(cell.parts) or None) is cell.expected
+
+    def test_an_area_gives_only_its_rows(self):
+        planned = plan_cells("producer")
+        assert planned and {c.area for c in planned} == {"producer"} and all(c.expected for c in planned)
+        assert any(c.preset == "s1:paid_at_ms=300,payment_service=1" for c in planned)
+
+    def test_run_counts_come_from_the_area_cells(self):
+        from chaos.expectations.failover import RUN_COUNT
+        assert {c.runs for c in plan_cells("failover")} == {RUN_COUNT}
+        assert {c.runs for c in plan_cells("ordering")} == {DEFAULT_RUNS}
+
+    def test_presets_and_faults_pick_rows_and_defaults_for_pairs_without_one(self):
+        planned = plan_cells(presets=["s1"], faults=["publish-blip", "kill-consumer"])
+        judged = [c for c in planned if c.expected is not None]
+        assert {c.fault.partition(":")[0] for c in judged} == {"publish-blip"} and len(judged) == 2
+        (bare,) = [c for c in planned if c.expected is None]
+        assert (bare.preset, bare.faults, bare.area) == ("s1", ("kill-consumer",), "")
+        assert [c for c in plan_cells("delivery", presets=["s1"], faults=["kill-consumer"])] == []
+
+    def test_unknown_area_names_the_areas(self):
+        from chaos.errors import BadArguments
+        with pytest.raises(BadArguments, match="areas are: ordering"):
+            plan_cells("nope")
+
+    def test_coverage_lists_pairs_without_a_row(self):
+        cov = coverage(["s1", "baseline"], ["none", "promote-replica", "kill-consumer"])
+        assert cov["rows"]["s1"]["none"] == 1 and cov["rows"]["baseline"]["promote-replica"] == 1
+        assert ["s1", "kill-consumer"] in cov["uncovered"] and ["s1", "none"] not in cov["uncovered"]
 
 
 def category_of(message: str, status: str = "failed") -> str | None:
@@ -192,10 +257,11 @@ class TestAttachments:
 
 
 def test_matrix_page_from_the_matrix_document(tmp_path):
-    doc = {"schema_version": 1, "runs": 1, "seed": 7, "time_scale": 0.5,
+    doc = {"schema_version": 1, "runs": 1, "seed": 7, "time_scale": 0.5, "coverage": coverage(["s1"], ["none"]),
            "cells": [cell_json("s1", "none", False, Expectation.of(wrong_final_state_runs=0))]}
     page = write_matrix_page(doc, tmp_path / "matrix.html")
-    assert "Chaos matrix (runs 1, seed 7, time_scale 0.5)" in page.read_text()
+    assert "Chaos matrix (runs 1, seed 7, time scale 0.5)" in page.read_text()
+    assert "Coverage: 1 of 1 preset x fault pairs" in page.read_text()
     assert json.loads(page.with_suffix(".json").read_text())["seed"] == 7
     with pytest.raises(ValueError, match="use write_matrix"):
         write_matrix_page([], tmp_path / "x.html")

@@ -3,13 +3,18 @@
 * `pair`: the reference's order #42, `created` v=1 costing 800 ms then `paid` v=2
   costing 50 ms; with `payment_service` the `paid` event comes from a second producer
   process on its own link (the publish-blip model: order service and payment service).
-* `many-orders`: K orders with E events each, per-key order kept, keys interleaved by seed.
+* `many-orders`: K orders with E events each (E up to 1,000: statuses past the five named
+  ones are numbered), per-key order kept, keys interleaved by seed.
 * `bulk`: N independent jobs (one key each), optional poison every k-th job.
+
+A workload too large for this machine is refused when it is configured (`fits`), before
+any server or process starts, with the memory and disk it would need.
 
 A new workload is one class here plus one line in WORKLOADS.
 """
 from __future__ import annotations
 
+import os
 import random
 from typing import ClassVar
 
@@ -19,6 +24,53 @@ from chaos.strategies.part import Part
 from chaos.events import Event
 
 ETYPES = ("created", "paid", "shipped", "delivered", "closed")
+MAX_EVENTS_PER_KEY = 1000
+# What one published event costs a run, measured on 10^5-event runs (bench/load_bench.py):
+# history lines on disk (publish invoke/ok, deliver, apply invoke/ok, ack: about 1 KB) and
+# memory (the event in the orchestrator and the producer, and its ops when the checker
+# reads the history: about 4 KB). Generous on purpose: a refused run costs nothing.
+DISK_BYTES_PER_EVENT = 1_200
+MEMORY_BYTES_PER_EVENT = 4_500
+
+
+def etype_of(version: int) -> str:
+    """The status an order's `version`-th event sets: the named ones, then `step-6`, `step-7`..."""
+    return ETYPES[version - 1] if version <= len(ETYPES) else f"step-{version}"
+
+
+def _available_memory() -> int | None:
+    try:
+        with open("/proc/meminfo", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
+
+
+def _history_base() -> str:
+    """Where run dirs (and so histories) go: the cluster base (chaos/cluster/rundirs.py)."""
+    from chaos.cluster.rundirs import _default_base
+    return os.environ.get("CHAOS_CLUSTER_BASE") or _default_base()
+
+
+def _free_disk(path: str) -> int | None:
+    while path and not os.path.isdir(path):
+        path = os.path.dirname(path)
+    try:
+        stat = os.statvfs(path or "/")
+    except OSError:
+        return None
+    return stat.f_bavail * stat.f_frsize
+
+
+def _size(n: float) -> str:
+    for unit in ("B", "KB", "MB", "GB", "TB"):
+        if n < 1024 or unit == "TB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} TB"
 
 
 class Workload(Part):
@@ -32,6 +84,27 @@ class Workload(Part):
     def ordered_keys(self) -> bool:
         """Whether per-key order matters (bulk jobs are independent)."""
         return True
+
+    def event_count(self) -> int:
+        """How many events (resends included) make_events will return, without making them."""
+        return 0
+
+    def fits(self) -> None:
+        """Refuse a workload whose history and events would not fit this machine (BadArguments
+        naming the size it needs and the fix), before anything starts."""
+        events = self.event_count()
+        memory, disk = events * MEMORY_BYTES_PER_EVENT, events * DISK_BYTES_PER_EVENT
+        base = _history_base()
+        have_memory, have_disk = _available_memory(), _free_disk(base)
+        short = []
+        if have_memory is not None and memory > 0.8 * have_memory:
+            short.append(f"about {_size(memory)} of memory ({_size(have_memory)} available)")
+        if have_disk is not None and disk > 0.8 * have_disk:
+            short.append(f"about {_size(disk)} of disk for its history under {base} "
+                         f"({_size(have_disk)} free)")
+        if short:
+            raise BadArguments(f"workload {self.label()}: {events:,} events need " + " and ".join(short)
+                               + "; lower keys/events/jobs (or set CHAOS_CLUSTER_BASE to a bigger disk)")
 
 
 def _resent(events: list[Event], resend: int, gap_ms: float = 1.0) -> list[Event]:
@@ -67,23 +140,32 @@ class ManyOrders(Workload):
     summary = "K orders x E events (created, paid, shipped, ...), keys interleaved by seed"
     params = {
         "keys": Param(int, 200, "number of orders", min=1),
-        "events": Param(int, 3, f"events per order (at most {len(ETYPES)})", min=1, max=len(ETYPES)),
+        "events": Param(int, 3, f"events per order: {', '.join(ETYPES)}, then step-6, step-7...",
+                        min=1, max=MAX_EVENTS_PER_KEY),
         "cost_ms": Param(float, 5.0, "cost of handling one event", min=0),
         "jitter_ms": Param(float, 0.0, "extra random cost, uniform in [0, jitter_ms]", min=0),
         "gap_ms": Param(float, 0.0, "time between two publishes (0 = as fast as possible)", min=0),
         "resend": Param(int, 0, "publish every event this many extra times with the same event_id", min=0),
     }
 
+    def validate(self) -> None:
+        self.fits()
+
+    def event_count(self) -> int:
+        return self.keys * self.events * (1 + self.resend)
+
     def make_events(self, rng: random.Random) -> list[Event]:
         pending = {str(k): 1 for k in range(1, self.keys + 1)}
+        order = list(pending)  # the keys still open, in insertion order (what list(pending) gives)
         out: list[Event] = []
-        while pending:
-            key = rng.choice(list(pending))  # dict order is insertion order: seeded and stable
+        while order:
+            key = rng.choice(order)  # the same draws as rng.choice(list(pending)), without the copy
             v = pending[key]
             cost = self.cost_ms + (rng.uniform(0, self.jitter_ms) if self.jitter_ms else 0.0)
-            out.append(Event(f"e{key}-{v}", key, ETYPES[v - 1], v, round(cost, 3), len(out) * self.gap_ms))
+            out.append(Event(f"e{key}-{v}", key, etype_of(v), v, round(cost, 3), len(out) * self.gap_ms))
             if v == self.events:
                 del pending[key]
+                order.remove(key)  # once per key
             else:
                 pending[key] = v + 1
         return _resent(out, self.resend)
@@ -102,6 +184,10 @@ class Bulk(Workload):
         if self.poison_every and self.poison_every > self.jobs:
             raise BadArguments(f"workload bulk: poison_every={self.poison_every} > jobs={self.jobs}: "
                                "no job would be poison; lower poison_every or raise jobs")
+        self.fits()
+
+    def event_count(self) -> int:
+        return self.jobs
 
     def make_events(self, rng: random.Random) -> list[Event]:
         k = self.poison_every

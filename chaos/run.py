@@ -25,6 +25,7 @@ from typing import Any
 import redis
 
 from chaos.checker import CellResult, RunResult, check_run, summarize
+from chaos.cluster.rundirs import runs_dir
 from chaos.errors import BadArguments
 from chaos.history import HistoryWriter, read_history
 from chaos.strategies.delivery.base import GROUP
@@ -588,7 +589,7 @@ def run_cell(cluster: Any, preset: str | Strategy, faults: Sequence[Any] = (), r
     _validate(time_scale, runs, failpoints)
     strategy = preset if isinstance(preset, Strategy) else resolve(preset, parts=parts)
     specs = _fault_specs(list(faults))
-    root = Path(run_root) if run_root else Path(cluster.base_dir) / "runs" / (
+    root = Path(run_root) if run_root else runs_dir(cluster) / (
         f"{strategy.preset}-{time.strftime('%H%M%S')}-{os.getpid()}-{random.randrange(10**6)}")
     root.mkdir(parents=True, exist_ok=True)
     cell = _Cell(cluster, strategy, specs, time_scale, failpoints, root, trace)

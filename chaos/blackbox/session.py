@@ -35,6 +35,7 @@ from chaos.blackbox.workers import WorkerPool, parse_command, tail
 from chaos.checker import CellResult, FinalState, check_run, summarize
 from chaos.errors import BadArguments
 from chaos.cluster import spawner
+from chaos.cluster.rundirs import runs_dir
 from chaos.history import history_dir, read_history
 from faults.base import FaultError, Plan
 
@@ -326,7 +327,7 @@ def run_blackbox(cluster: Any, command: str | list[str], config: WorkerConfig, *
     The workers run in ``cwd`` (default: the current directory).
     """
     argv, fault_specs = preflight(command, config, faults, runs)
-    root = Path(run_root or Path(cluster.base_dir) / "runs")
+    root = Path(run_root or runs_dir(cluster))
     say = log or (lambda _line: None)
     cell = BlackBoxCell(command=argv, config=config, faults=fault_specs)
     for n in range(runs):

@@ -1,9 +1,16 @@
-"""Cluster dirs under one 0755 base, and the sweep of what dead runs left behind.
+"""Cluster dirs under one 0755 base, the sweep of what dead runs left behind, and the
+retention of kept run dirs.
 
 The base must be 0755 (user `postgres` must traverse it), so pytest's 0700 tmp dirs
 cannot be used. A SIGKILLed run cannot delete its dir: each dir records its owner
 (pid + start time) and the servers it started, and the next start anywhere sweeps
 dirs whose owner is gone, killing any recorded server that somehow survived.
+
+Run dirs (histories, worker logs) go to ``<base>/.kept/<cluster>/`` from the start, so the
+path a failure message names stays valid after the session. What passed is removed by its
+runner (and by the plugin's per-test tidy); what is left is bounded by ``retain``: the newest
+CHAOS_KEPT_DIRS cluster dirs, at most CHAOS_KEPT_MB in all, none older than CHAOS_KEPT_DAYS
+(the base is RAM on /dev/shm). It runs at every cluster start and close.
 """
 from __future__ import annotations
 
@@ -13,6 +20,7 @@ import shutil
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any, ClassVar, Mapping
 
 import psutil
 
@@ -21,8 +29,7 @@ DISK_BASE = "/tmp/chaos-clusters"
 MEMORY_MIN_FREE = 1 << 30                 # Docker's default /dev/shm is 64 MB: too small, use the disk
 OWNER_FILE = "owner.json"
 CACHE_DIR = ".cache"     # dirs starting with "." (the PostgreSQL template cache) are never swept
-KEPT_DIR = ".kept"       # run dirs that closed clusters kept (see Cluster.close); the newest KEPT_MAX stay
-KEPT_MAX = int(os.environ.get("CHAOS_KEPT_MAX", "50"))
+KEPT_DIR = ".kept"       # run dirs, one dir per cluster (see runs_dir); bounded by Retention
 ORPHAN_GRACE_S = 60.0    # a dir without an owner file may be one being created right now
 
 
@@ -128,18 +135,7 @@ def sweep(base: Path | None = None) -> list[Path]:
                 _kill_survivor(proc)
         shutil.rmtree(path, ignore_errors=True)
         removed.append(path)
-    return removed + _prune_kept(base / KEPT_DIR)
-
-
-def _prune_kept(kept: Path) -> list[Path]:
-    """Kept run dirs live in memory (/dev/shm) by default: keep only the newest KEPT_MAX."""
-    try:
-        entries = sorted(kept.iterdir(), key=lambda p: p.stat().st_mtime, reverse=True)
-    except OSError:
-        return []
-    for old in entries[KEPT_MAX:]:
-        shutil.rmtree(old, ignore_errors=True)
-    return entries[KEPT_MAX:]
+    return removed + retain(base)
 
 
 def _read_owner(path: Path) -> Owner | None:
@@ -161,3 +157,115 @@ def _kill_survivor(record: ProcessRecord) -> None:
             os.kill(record.pid, 9)
         except OSError:
             pass
+
+
+# ---------------------------------------------------------------------------------------------
+# kept run dirs and their retention
+# ---------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Retention:
+    """How much of ``<base>/.kept`` survives: the newest `dirs` cluster dirs, at most `max_mb`
+    in all (the newest is never dropped for size), none older than `max_days`."""
+
+    dirs: int = 20
+    max_mb: float = 256.0
+    max_days: float = 7.0
+
+    ENV: ClassVar[dict[str, str]] = {"dirs": "CHAOS_KEPT_DIRS", "max_mb": "CHAOS_KEPT_MB",
+                                     "max_days": "CHAOS_KEPT_DAYS"}
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> "Retention":
+        """The defaults, overridden by CHAOS_KEPT_DIRS / CHAOS_KEPT_MB / CHAOS_KEPT_DAYS; a bad
+        value raises ValueError naming the variable and what to give."""
+        env = os.environ if environ is None else environ
+        values: dict[str, float] = {}
+        for name, var in cls.ENV.items():
+            raw = env.get(var)
+            if raw is None or raw == "":
+                continue
+            try:
+                value = int(raw) if name == "dirs" else float(raw)
+            except ValueError:
+                value = -1
+            if value < 0:
+                kind = "a whole number" if name == "dirs" else "a number"
+                raise ValueError(f"{var}={raw!r}: give {kind} >= 0 (0 keeps nothing), "
+                                 f"or unset it for the default {getattr(cls, name)}")
+            values[name] = value
+        return cls(**values)
+
+
+def kept_root(base: Path | None = None) -> Path:
+    return (base or base_dir()) / KEPT_DIR
+
+
+def open_runs_dir(cluster: str, base: Path | None = None) -> ClusterDir:
+    """``<base>/.kept/<cluster>/``, owned by this process while the cluster lives (so no other
+    session's `retain` removes it); reopening after a rebuild keeps what is there."""
+    root = kept_root(base)
+    root.mkdir(parents=True, exist_ok=True)
+    return ClusterDir(root / cluster)
+
+
+def close_runs_dir(path: Path, base: Path | None = None) -> list[Path]:
+    """The cluster is done with `path`: drop its owner record (it becomes subject to
+    retention), remove it if nothing was kept, then apply the retention."""
+    (path / OWNER_FILE).unlink(missing_ok=True)
+    try:
+        path.rmdir()
+    except OSError:
+        pass                      # not empty (kept runs) or already gone
+    return retain(base)
+
+
+def runs_dir(cluster: Any) -> Path:
+    """Where a cluster's run dirs go: its ``runs_dir`` (``.kept/<cluster>``), else
+    ``<cluster dir>/runs`` for topologies that do not have one."""
+    path = getattr(cluster, "runs_dir", None)
+    return Path(path) if path is not None else Path(cluster.base_dir) / "runs"
+
+
+def retain(base: Path | None = None, policy: Retention | None = None) -> list[Path]:
+    """Remove what `policy` (default: from the environment) does not keep in ``<base>/.kept``;
+    return what was removed. Dirs of live clusters are never touched."""
+    policy = policy or Retention.from_env()
+    root = kept_root(base)
+    entries = []
+    try:
+        children = list(root.iterdir())
+    except OSError:
+        return []
+    for path in children:
+        if not path.is_dir():
+            continue
+        owner = _read_owner(path)
+        if owner is not None and _alive(owner.pid, owner.create_time):
+            continue
+        try:
+            entries.append((path.stat().st_mtime, path))
+        except FileNotFoundError:
+            continue
+    entries.sort(key=lambda e: (e[0], e[1].name), reverse=True)   # newest first
+    now, budget, removed = time.time(), policy.max_mb * (1 << 20), []
+    used = 0
+    for position, (mtime, path) in enumerate(entries):
+        used += _size(path)
+        too_many = position >= policy.dirs
+        too_old = now - mtime > policy.max_days * 86400
+        too_big = used > budget and position > 0
+        if too_many or too_old or too_big:
+            shutil.rmtree(path, ignore_errors=True)
+            removed.append(path)
+    return removed
+
+
+def _size(path: Path) -> int:
+    total = 0
+    for dirpath, _dirs, files in os.walk(path):
+        for name in files:
+            try:
+                total += os.lstat(os.path.join(dirpath, name)).st_size
+            except OSError:
+                pass
+    return total

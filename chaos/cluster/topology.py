@@ -31,8 +31,7 @@ from chaos.cluster.endpoint import Endpoint, WorkerLinks, pg_dsn, redis_url
 from chaos.cluster.errors import ClusterError, Unsupported
 from chaos.cluster.database import DBNAME, FreshDatabase
 from chaos.cluster.redis_server import admin_client
-from chaos.cluster.rundirs import KEPT_DIR
-from chaos.cluster.rundirs import base_dir as clusters_base
+from chaos.cluster.rundirs import close_runs_dir, open_runs_dir
 from chaos.proxy.client import ToxiproxyClient
 
 LINKS = ("redis", "replica", "postgres", "replication")
@@ -410,12 +409,25 @@ class Cluster:
                 self._keep_runs()
                 shutil.rmtree(self.base_dir, ignore_errors=True)
 
+    @property
+    def runs_dir(self) -> Path:
+        """Where run dirs go: ``<base>/.kept/<cluster>/`` (rundirs.open_runs_dir), so the path a
+        failure names outlives the cluster; bounded by rundirs.retain."""
+        runs = self.__dict__.get("_runs")
+        if runs is None:
+            runs = self.__dict__["_runs"] = open_runs_dir(self.name).path
+        return runs
+
     def _keep_runs(self) -> None:
-        runs = self.base_dir / "runs"
-        if runs.is_dir() and any(runs.iterdir()):
-            kept = clusters_base() / KEPT_DIR / f"{self.name}-{time.strftime('%Y%m%dT%H%M%S')}"
-            kept.parent.mkdir(parents=True, exist_ok=True)
-            shutil.move(str(runs), str(kept))
+        """Close the runs dir (retention applies from now on); run dirs written to the
+        cluster dir itself are moved there first."""
+        legacy = self.base_dir / "runs"
+        if legacy.is_dir() and any(legacy.iterdir()):
+            for child in legacy.iterdir():
+                shutil.move(str(child), str(self.runs_dir / child.name))
+        runs = self.__dict__.pop("_runs", None)
+        if runs is not None:
+            close_runs_dir(runs)
 
     def __enter__(self) -> "Cluster":
         return self

@@ -8,7 +8,9 @@ import time
 
 import psutil
 
-from chaos.cluster.rundirs import ClusterDir, sweep
+import pytest
+
+from chaos.cluster.rundirs import ClusterDir, Retention, close_runs_dir, open_runs_dir, retain, sweep
 
 
 def dead_pid() -> tuple[int, float]:
@@ -63,13 +65,45 @@ def test_sweep_never_kills_a_reused_pid(tmp_path):
         stranger.wait()
 
 
-def test_kept_run_dirs_are_capped_newest_first(tmp_path, monkeypatch):
-    import chaos.cluster.rundirs as rundirs
-    monkeypatch.setattr(rundirs, "KEPT_MAX", 2)
-    kept = tmp_path / ".kept"
-    for age, name in enumerate(["new", "mid", "old"]):
-        (kept / name).mkdir(parents=True)
-        stamp = time.time() - 100 * age
-        os.utime(kept / name, (stamp, stamp))
-    assert sweep(tmp_path) == [kept / "old"]
+def kept_dirs(base, *specs):
+    """`.kept/<name>` dirs of `size` bytes, `age` seconds old: specs are (name, age, size)."""
+    for name, age, size in specs:
+        path = base / ".kept" / name / "run-0"
+        path.mkdir(parents=True)
+        (path / "history.jsonl").write_bytes(b"x" * size)
+        stamp = time.time() - age
+        os.utime(path.parent, (stamp, stamp))
+    return base / ".kept"
+
+
+def test_retention_keeps_the_newest_dirs_by_count(tmp_path):
+    kept = kept_dirs(tmp_path, ("new", 0, 10), ("mid", 100, 10), ("old", 200, 10))
+    assert retain(tmp_path, Retention(dirs=2)) == [kept / "old"]
     assert sorted(p.name for p in kept.iterdir()) == ["mid", "new"]
+
+
+def test_retention_drops_what_is_too_old_or_past_the_size_budget(tmp_path):
+    mb = 1 << 20
+    kept = kept_dirs(tmp_path, ("new", 0, mb), ("mid", 100, mb), ("old", 200, 10), ("ancient", 3 * 86400, 10))
+    removed = retain(tmp_path, Retention(dirs=10, max_mb=1.5, max_days=2))
+    assert removed == [kept / "mid", kept / "old", kept / "ancient"]   # the newest dirs up to 1.5 MB
+    kept2 = kept_dirs(tmp_path / "b", ("huge", 0, 2 * mb))
+    assert retain(tmp_path / "b", Retention(max_mb=1)) == [] and (kept2 / "huge").exists(), \
+        "the newest dir is never dropped for size"
+
+
+def test_retention_never_touches_a_live_cluster_s_runs_dir(tmp_path):
+    live = open_runs_dir("live-gw0", tmp_path)            # owned by this process
+    kept = kept_dirs(tmp_path, ("done", 0, 10))
+    assert retain(tmp_path, Retention(dirs=0)) == [kept / "done"]
+    assert live.path.exists()
+    assert close_runs_dir(live.path, tmp_path) == []      # empty: removed, not "retained"
+    assert not live.path.exists()
+
+
+def test_retention_settings_come_from_the_environment_and_bad_ones_name_the_fix():
+    assert Retention.from_env({"CHAOS_KEPT_DIRS": "3", "CHAOS_KEPT_MB": "0.5", "CHAOS_KEPT_DAYS": ""}) == \
+        Retention(dirs=3, max_mb=0.5, max_days=Retention().max_days)
+    for var, raw in (("CHAOS_KEPT_DIRS", "many"), ("CHAOS_KEPT_MB", "-1"), ("CHAOS_KEPT_DAYS", "a week")):
+        with pytest.raises(ValueError, match=f"{var}='{raw}': give .* or unset it for the default"):
+            Retention.from_env({var: raw})

@@ -9,9 +9,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def run_pytest(*args: str, cwd: Path = ROOT, timeout: float = 600) -> subprocess.CompletedProcess:
-    """`python -m pytest ARGS` in a child, this checkout first on the path."""
-    env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+def run_pytest(*args: str, cwd: Path = ROOT, timeout: float = 600,
+               env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    """`python -m pytest ARGS` in a child (extra `env`), this checkout first on the path."""
+    env = {**os.environ, **(env or {}), "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
     env.pop("PYTEST_XDIST_WORKER", None)
     env.pop("PYTEST_ADDOPTS", None)
     return subprocess.run([sys.executable, "-m", "pytest", *args], cwd=cwd, env=env, text=True,

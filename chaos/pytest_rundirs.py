@@ -1,0 +1,77 @@
+"""Run dirs per test: a passing test's are removed, a failing test's are kept and named.
+
+Every run dir a test writes on its worker's cluster lands in ``<base>/.kept/<cluster>/``
+(chaos/cluster/rundirs.py). This plugin notes what is there before each test that uses the
+cluster; afterwards it removes what the test added if the test passed (unless
+``--chaos-keep-runs``), and a failing test's report gets a "chaos run dirs" section with the
+paths, which stay valid after the session. What is kept is bounded by rundirs.retain
+(CHAOS_KEPT_DIRS / CHAOS_KEPT_MB / CHAOS_KEPT_DAYS), applied at every cluster start and close.
+"""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+from chaos.cluster.rundirs import OWNER_FILE, Retention, kept_root
+
+_BEFORE = pytest.StashKey[frozenset[str]]()
+_FAILED = pytest.StashKey[bool]()
+_WATCHED = pytest.StashKey[Path]()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    try:
+        Retention.from_env()
+    except ValueError as exc:
+        raise pytest.UsageError(str(exc)) from None
+
+
+def _watched(item: pytest.Item) -> Path | None:
+    """The runs dir of this worker's session cluster, if the test uses it."""
+    if "chaos_cluster" not in getattr(item, "fixturenames", ()):
+        return None
+    config = item.config
+    path = config.stash.get(_WATCHED, None)
+    if path is None:
+        from chaos.plugin import cluster_name
+        path = config.stash[_WATCHED] = kept_root() / cluster_name(config)
+    return path
+
+
+def _entries(path: Path | None) -> frozenset[str]:
+    try:
+        return frozenset(p.name for p in path.iterdir() if p.name != OWNER_FILE) if path else frozenset()
+    except OSError:
+        return frozenset()
+
+
+def _added(item: pytest.Item) -> list[Path]:
+    path = _watched(item)
+    if path is None:
+        return []
+    return [path / name for name in sorted(_entries(path) - item.stash.get(_BEFORE, frozenset()))]
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    item.stash[_BEFORE] = _entries(_watched(item))
+    item.stash[_FAILED] = False
+    result = yield
+    if not item.stash[_FAILED] and not item.config.getoption("chaos_keep_runs", False):
+        for path in _added(item):
+            shutil.rmtree(path, ignore_errors=True)
+    return result
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Iterator[None]:
+    report = yield
+    if report.failed:
+        item.stash[_FAILED] = True
+        kept = _added(item)
+        if kept:
+            report.sections.append(("chaos run dirs (kept)", "\n".join(map(str, kept))))
+    return report

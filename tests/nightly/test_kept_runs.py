@@ -1,0 +1,84 @@
+"""Kept run dirs on real sessions: a failing cell's dirs stay where its message says, a passing
+cell's go (unless --chaos-keep-runs), and the retention bounds what piles up over sessions."""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from .helpers import run_pytest
+
+CELLS = '''
+from chaos.run import run_cell
+
+def test_passing_cell(cluster):
+    cell = run_cell(cluster, "baseline", runs=1, time_scale=0.2, keep_runs="always")
+    assert cell.run_dirs[0].is_dir()
+    print("PASSING ROOT", cell.run_root)
+
+def test_failing_cell(cluster):
+    cell = run_cell(cluster, "baseline", runs=1, time_scale=0.2, keep_runs="always")
+    assert cell.counts.lost == -1, f"run dirs: {cell.run_root}"
+'''
+
+
+@pytest.fixture(scope="module")
+def cluster_base():
+    """A base of its own (0755, as `postgres` must traverse it), so these tests' retention
+    never prunes what other sessions on the machine keep (one per module: one template build)."""
+    base = Path(tempfile.mkdtemp(prefix="chaos-kept-test-", dir="/dev/shm" if os.path.isdir("/dev/shm") else None))
+    os.chmod(base, 0o755)
+    yield base
+    shutil.rmtree(base, ignore_errors=True)
+
+
+def session(tmp_path: Path, base: Path, *args: str, **env: str) -> tuple[str, list[Path]]:
+    """Run the two cells in a child pytest; its output and the run dirs its failure names."""
+    (tmp_path / "test_cells.py").write_text(CELLS)
+    proc = run_pytest("-p", "no:cacheprovider", "-s", "test_cells.py", *args, cwd=tmp_path, timeout=300,
+                      env={"CHAOS_CLUSTER_BASE": str(base), **env})
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 1 and "1 failed, 1 passed" in out, out[-3000:]
+    named = re.search(r"AssertionError: run dirs: (\S+)", out)
+    assert named, out[-3000:]
+    section = out.split("chaos run dirs (kept)", 1)[1].split("\n=", 1)[0]
+    return out, [Path(named.group(1)), *[Path(line) for line in section.split() if line.startswith("/")]]
+
+
+def test_a_failing_cell_keeps_its_dirs_where_the_message_says_and_a_passing_cell_keeps_none(tmp_path, cluster_base):
+    out, (named, *listed) = session(tmp_path, cluster_base)
+    assert listed == [named]
+    assert named.is_dir() and (named.parent.parent == cluster_base / ".kept")     # after the session ended
+    assert list(named.rglob("*.jsonl")), "the failed run's history is there"
+    passing = Path(re.search(r"PASSING ROOT (\S+)", out).group(1))
+    assert not passing.exists()
+    assert sorted(p.name for p in named.parent.iterdir()) == [named.name], "only the failure's dirs, no owner file"
+    assert [p.name for p in cluster_base.iterdir() if not p.name.startswith(".")] == [], "cluster dirs are gone"
+
+
+def test_keep_runs_keeps_a_passing_cell_s_dirs(tmp_path, cluster_base):
+    out, (named, *_listed) = session(tmp_path, cluster_base, "--chaos-keep-runs")
+    passing = Path(re.search(r"PASSING ROOT (\S+)", out).group(1))
+    assert passing.is_dir() and named.is_dir()
+
+
+def test_retention_bounds_what_sessions_keep(tmp_path, cluster_base):
+    first = session(tmp_path, cluster_base)[1][0].parent
+    second = session(tmp_path, cluster_base)[1][0].parent
+    assert first.is_dir() and second.is_dir()
+    third = session(tmp_path, cluster_base, CHAOS_KEPT_DIRS="2")[1][0].parent
+    assert sorted(p.name for p in (cluster_base / ".kept").iterdir()) == sorted([second.name, third.name])
+    assert not first.exists()
+
+
+def test_a_bad_retention_setting_is_a_usage_error_before_anything_starts(tmp_path, cluster_base):
+    (tmp_path / "test_cells.py").write_text(CELLS)
+    proc = run_pytest("-p", "no:cacheprovider", "test_cells.py", cwd=tmp_path,
+                      env={"CHAOS_CLUSTER_BASE": str(cluster_base), "CHAOS_KEPT_MB": "lots"})
+    assert proc.returncode == pytest.ExitCode.USAGE_ERROR
+    assert "CHAOS_KEPT_MB='lots': give a number >= 0" in proc.stderr
+    assert [p for p in cluster_base.iterdir() if not p.name.startswith(".")] == [], "no cluster was started"

@@ -13,111 +13,8 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Iterable, Protocol, runtime_checkable
 
 from chaos.errors import BadArguments
+from chaos.params import Param, format_value as _fmt, parse_params, parse_spec  # noqa: F401 - Param, parse_spec re-exported
 from chaos.cluster.spawner import wait_until  # noqa: F401 - re-exported for the fault modules
-
-# ---------------------------------------------------------------------------
-# Parameters
-# ---------------------------------------------------------------------------
-
-_TRUE = {"1", "true", "yes", "on"}
-_FALSE = {"0", "false", "no", "off"}
-
-
-@dataclass(frozen=True)
-class Param:
-    """One declared fault parameter: its type, default, allowed values and a one-line help.
-
-    Names ending in ``_ms`` are durations in milliseconds (scaled by ``--time-scale``
-    when the fault acts, never here).
-    """
-
-    name: str
-    default: Any
-    help: str
-    kind: type = str
-    choices: tuple[Any, ...] = ()
-    minimum: float | None = None
-
-    def __post_init__(self) -> None:
-        if self.name.endswith("_ms") and self.kind is str:
-            object.__setattr__(self, "kind", int)
-        if self.name.endswith("_ms") and self.minimum is None:
-            object.__setattr__(self, "minimum", 0)
-
-    def convert(self, fault: str, raw: Any) -> Any:
-        """Turn a raw value (a string from the command line, or a Python value) into ``kind``."""
-        value = raw
-        try:
-            if self.kind is bool:
-                if isinstance(raw, bool):
-                    value = raw
-                elif str(raw).strip().lower() in _TRUE:
-                    value = True
-                elif str(raw).strip().lower() in _FALSE:
-                    value = False
-                else:
-                    raise ValueError(raw)
-            elif self.kind is int:
-                if isinstance(raw, bool):
-                    raise ValueError(raw)
-                if isinstance(raw, float) and not raw.is_integer():
-                    raise ValueError(raw)
-                value = int(str(raw).strip()) if not isinstance(raw, (int, float)) else int(raw)
-            elif self.kind is float:
-                value = float(raw)
-            else:
-                value = str(raw).strip()
-        except (TypeError, ValueError):
-            unit = " (milliseconds)" if self.name.endswith("_ms") else ""
-            raise BadArguments(
-                f"fault {fault!r}: parameter {self.name}={raw!r} is not a valid "
-                f"{self.kind.__name__}{unit}; give e.g. {self.name}={self.default}"
-            ) from None
-        if self.choices and value not in self.choices:
-            raise BadArguments(
-                f"fault {fault!r}: parameter {self.name}={value!r} is not one of "
-                f"{', '.join(map(str, self.choices))}"
-            )
-        if self.minimum is not None and isinstance(value, (int, float)) and value < self.minimum:
-            raise BadArguments(
-                f"fault {fault!r}: parameter {self.name}={value} must be >= {self.minimum}"
-            )
-        return value
-
-    def describe(self) -> str:
-        """One line for ``python -m chaos describe``."""
-        choice = f" (one of {'|'.join(map(str, self.choices))})" if self.choices else ""
-        return f"{self.name + '=' + _fmt(self.default):<26} {self.help}{choice}"
-
-
-def parse_spec(spec: str) -> tuple[str, dict[str, str]]:
-    """Split ``"name:k=v,k2=v2"`` into the name and its raw parameters (strings).
-
-    Only the syntax is checked here; the fault class checks names and values.
-    """
-    if not isinstance(spec, str) or not spec.strip():
-        raise BadArguments("empty fault spec; give NAME[:k=v,...], e.g. promote-replica:hold_ms=300")
-    name, _, rest = spec.strip().partition(":")
-    name = name.strip()
-    if not name:
-        raise BadArguments(f"fault spec {spec!r} has no name; give NAME[:k=v,...]")
-    params: dict[str, str] = {}
-    if rest.strip():
-        for part in rest.split(","):
-            part = part.strip()
-            if not part:
-                continue
-            key, eq, value = part.partition("=")
-            key = key.strip()
-            if not eq or not key:
-                raise BadArguments(
-                    f"fault {name!r}: {part!r} is not k=v; write e.g. {name}:at_ms=500,hold_ms=300"
-                )
-            if key in params:
-                raise BadArguments(f"fault {name!r}: parameter {key} is given twice")
-            params[key] = value.strip()
-    return name, params
-
 
 # ---------------------------------------------------------------------------
 # What a fault acts through (implemented by the orchestrator, chaos/run.py)
@@ -193,19 +90,10 @@ class Fault:
     params: ClassVar[tuple[Param, ...]] = ()
 
     def __init__(self, **params: Any) -> None:
-        declared = {p.name: p for p in self.params}
-        unknown = sorted(set(params) - set(declared))
-        if unknown:
-            valid = ", ".join(declared) or "none"
-            raise BadArguments(
-                f"fault {self.name!r} has no parameter {', '.join(unknown)}; valid parameters: {valid}"
-                f" (see: python -m chaos describe {self.name})"
-            )
-        self.values: dict[str, Any] = {}
-        for p in self.params:
-            value = p.convert(self.name, params[p.name]) if p.name in params else p.default
-            self.values[p.name] = value
-            setattr(self, p.name, value)
+        self.values: dict[str, Any] = parse_params(f"fault {self.name!r}", self.params, params,
+                                                   see=f" (see: python -m chaos describe {self.name})")
+        for name, value in self.values.items():
+            setattr(self, name, value)
         self.given = dict(params)
         self.validate()
 
@@ -282,13 +170,8 @@ class Fault:
         return {
             "name": cls.name,
             "description": cls.description,
-            "params": {p.name: {"default": p.default, "help": p.help, "type": p.kind.__name__,
-                                **({"choices": list(p.choices)} if p.choices else {})} for p in cls.params},
+            "params": {p.name: p.summary() for p in cls.params},
         }
-
-
-def _fmt(value: Any) -> str:
-    return str(value).lower() if isinstance(value, bool) else str(value)
 
 
 def _targets(plan: Plan) -> list[str]:

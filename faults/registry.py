@@ -4,7 +4,8 @@ from __future__ import annotations
 import importlib
 
 from chaos.errors import BadArguments
-from faults.base import Fault, parse_spec
+from chaos.params import parse_spec
+from faults.base import Fault
 
 FAULTS: dict[str, str] = {
     "none": "faults.none:NoFault",
@@ -36,7 +37,7 @@ def fault_class(name: str) -> type[Fault]:
 
 def get_fault(spec: str) -> Fault:
     """``"promote-replica:hold_ms=300"`` -> a validated fault instance (BadArguments if not)."""
-    name, params = parse_spec(spec)
+    name, params = parse_spec(spec, "fault spec")
     return fault_class(name)(**params)
 
 

@@ -45,10 +45,10 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 def _part_lines(part: Any) -> list[str]:
     lines = [f"  {part.slot}: {part.name} - {part.summary}"]
-    for name, param in part.params.items():
-        value = part.values[name]
+    for param in part.params:
+        value = part.values[param.name]
         mark = "" if value == param.default else f"  (this preset: {value!r})"
-        lines.append(f"      {param.describe(name)}{mark}")
+        lines.append(f"      {param.describe()}{mark}")
     return lines
 
 

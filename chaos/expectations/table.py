@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from chaos.checker import COUNT_NAMES, UNKNOWN, CellResult
+from chaos.params import parse_spec
 
 PER_RUN_COUNTS = frozenset({"wrong_final_state_runs"})  # at most one per run: shown as x/runs
 CELL_FIELDS = frozenset(COUNT_NAMES) | {"verdict", "runs"}
@@ -289,25 +290,13 @@ def _normal_params(params: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
     return tuple(sorted((str(k), str(v)) for k, v in params.items()))
 
 
-def split_spec(spec: str) -> tuple[str, dict[str, str]]:
-    """`"s2:shards=8,x=1"` -> `("s2", {"shards": "8", "x": "1"})`."""
-    name, _, rest = spec.partition(":")
-    params = {}
-    for pair in filter(None, (p.strip() for p in rest.split(","))):
-        key, sep, value = pair.partition("=")
-        if not sep or not key:
-            raise ExpectationError(f"parameter {pair!r} in {spec!r} is not k=v (example: s2:shards=8)")
-        params[key.strip()] = value.strip()
-    return name.strip(), params
-
-
 def cell_name(preset: str, fault: str | Iterable[str] | None) -> tuple[str, str, dict[str, str]]:
     """Normalize a preset spec and one or several fault specs into (preset, fault, params).
 
     Several faults are joined with `+` in the given order; their parameters are merged
     (fault parameters keyed `<fault>.<k>`, so they cannot collide with the preset's).
     """
-    preset_name, params = split_spec(preset)
+    preset_name, params = parse_spec(preset, "preset")
     if fault is None:
         faults = [NO_FAULT]
     elif isinstance(fault, str):
@@ -316,7 +305,7 @@ def cell_name(preset: str, fault: str | Iterable[str] | None) -> tuple[str, str,
         faults = list(fault) or [NO_FAULT]
     names = []
     for spec in faults:
-        name, fault_params = split_spec(spec)
+        name, fault_params = parse_spec(spec, "fault spec")
         names.append(name)
         params.update({f"{name}.{k}": v for k, v in fault_params.items()})
     return preset_name, "+".join(names), params

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 from chaos.errors import BadArguments
-from chaos.strategies.params import Param
+from chaos.params import Param, format_spec
 from chaos.strategies.part import Part
 
 DLQ_STREAM = "orders:dlq"
@@ -24,14 +24,14 @@ class AckPolicy(Part):
     slot: ClassVar[str] = "ack"
     name = "ack"
     summary = "when to XACK, and max attempts before the DLQ"
-    params = {
-        "mode": Param(str, "after", "after processing, or on receive", choices=("after", "on-receive")),
-        "noack": Param(bool, True, "on-receive via XREADGROUP NOACK (else XACK right after the read)"),
-        "max_attempts": Param(int, 0, "deliveries before a failing entry goes to the DLQ (0 = never)", min=0),
-        "dlq": Param(str, DLQ_STREAM, "dead-letter stream"),
-        "batch": Param(bool, False, "ack after: one XACK for the processed entries of a read, at its end "
-                                    "(a crash mid-batch then redelivers the processed part too)"),
-    }
+    params = (
+        Param("mode", "after", "after processing, or on receive", choices=("after", "on-receive")),
+        Param("noack", True, "on-receive via XREADGROUP NOACK (else XACK right after the read)"),
+        Param("max_attempts", 0, "deliveries before a failing entry goes to the DLQ (0 = never)", minimum=0),
+        Param("dlq", DLQ_STREAM, "dead-letter stream"),
+        Param("batch", False, "ack after: one XACK for the processed entries of a read, at its end "
+              "(a crash mid-batch then redelivers the processed part too)"),
+    )
 
     def validate(self) -> None:
         if self.mode == "on-receive" and self.max_attempts:
@@ -47,6 +47,6 @@ class AckPolicy(Part):
         return self.mode == "on-receive" and self.noack
 
     def label(self) -> str:
-        changed = [f"{k}={v}" for k, v in self.values.items() if k != "mode" and v != self.params[k].default]
-        return self.mode + (":" + ",".join(changed) if changed else "")
+        return format_spec(self.mode, {k: v for k, v in self.values.items()
+                                       if k != "mode" and v != self.declared[k].default})
 

@@ -8,20 +8,22 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from chaos.strategies.params import Param, parse_params
+from chaos.params import Param, declared, format_spec, parse_params
 
 
 class Part:
     """A configured strategy component; subclasses declare `slot`, `name`, `summary`, `params`."""
 
     slot: ClassVar[str] = "part"
+    declared: ClassVar[dict[str, Param]] = {}   # params by name, filled in for each subclass
     name: ClassVar[str] = ""
     summary: ClassVar[str] = ""
-    params: ClassVar[dict[str, Param]] = {}
+    params: ClassVar[tuple[Param, ...]] = ()
 
     def __init_subclass__(cls, **kw: Any) -> None:
         super().__init_subclass__(**kw)
-        shadowed = sorted(n for n in cls.params if hasattr(cls, n))
+        cls.declared = declared(cls.params, f"{cls.slot} {cls.name}")
+        shadowed = sorted(n for n in cls.declared if hasattr(cls, n))
         if shadowed:  # values are read through __getattr__, which a class attribute would hide
             raise TypeError(f"{cls.__name__}: parameter(s) {shadowed} shadow attributes of the class; rename them")
 
@@ -43,8 +45,7 @@ class Part:
 
     def label(self) -> str:
         """`name:k=v` with only the parameters that differ from the defaults."""
-        changed = [f"{k}={v}" for k, v in self.values.items() if v != self.params[k].default]
-        return self.name + (":" + ",".join(changed) if changed else "")
+        return format_spec(self.name, {k: v for k, v in self.values.items() if v != self.declared[k].default})
 
     def __repr__(self) -> str:
         return f"<{self.slot} {self.label()}>"

@@ -11,14 +11,14 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from chaos.errors import BadArguments
+from chaos.params import parse_spec
 from chaos.strategies.ack import AckPolicy
 from chaos.strategies.delivery import DELIVERIES, Delivery
 from chaos.strategies.guards import GUARDS, Guard
-from chaos.strategies.params import split_spec
 from chaos.strategies.part import Part
 from chaos.strategies.producer_outbox import OUTBOX_PRODUCERS
 from chaos.strategies.producers import PRODUCERS, Producer
-from chaos.workload.workloads import WORKLOADS, Workload
+from chaos.strategies.workloads import WORKLOADS, Workload
 
 SLOTS = ("producer", "delivery", "guard", "ack", "workload")
 
@@ -130,9 +130,9 @@ def get_preset(name: str) -> Preset:
 
 def _part(slot: str, spec: str, extra: dict[str, Any]) -> Part:
     if slot == "ack":
-        mode, given = split_spec(spec, "ack policy")
+        mode, given = parse_spec(spec, "ack policy")
         return AckPolicy(**{"mode": mode, **given, **extra})
-    name, given = split_spec(spec, slot)
+    name, given = parse_spec(spec, slot)
     registry = _REGISTRIES[slot]
     if name not in registry:
         raise BadArguments(f"unknown {slot} {name!r}; {slot}s are: {', '.join(registry)}")
@@ -141,10 +141,10 @@ def _part(slot: str, spec: str, extra: dict[str, Any]) -> Part:
 
 def _declared(slot: str, spec: str) -> set[str]:
     if slot == "ack":
-        return set(AckPolicy.params)
-    name, _ = split_spec(spec, slot)
+        return set(AckPolicy.declared)
+    name, _ = parse_spec(spec, slot)
     cls = _REGISTRIES[slot].get(name)
-    return set(cls.params) if cls else set()
+    return set(cls.declared) if cls else set()
 
 
 def resolve(spec: str, parts: dict[str, str] | None = None) -> Strategy:
@@ -152,7 +152,7 @@ def resolve(spec: str, parts: dict[str, str] | None = None) -> Strategy:
 
     `parts` replaces whole parts before the overrides apply: `{"workload": "many-orders:keys=40"}`.
     """
-    name, given = split_spec(spec, "preset")
+    name, given = parse_spec(spec, "preset")
     preset = get_preset(name)
     for slot, part_spec in (parts or {}).items():
         if slot not in SLOTS:

@@ -23,7 +23,7 @@ from collections import defaultdict
 from typing import ClassVar
 
 from chaos.errors import BadArguments
-from chaos.strategies.params import Param
+from chaos.params import Param
 from chaos.strategies.plan import PRODUCER, ProcessPlan
 from chaos.strategies.producers import Producer
 from chaos.workload import outbox
@@ -43,21 +43,21 @@ class OutboxProducer(Producer):
     """Common to both outbox parts; `mode` is the dispatcher's relay discipline."""
 
     mode: ClassVar[str] = ""
-    params = {
-        "dispatchers": Param(int, 1, "dispatcher processes relaying in parallel", min=1, max=MAX_DISPATCHERS),
-        "poll_ms": Param(float, 100.0, "pause between two dispatcher rounds", min=1),
-        "timeout_ms": Param(float, 2000.0, "socket timeout of one XADD (a timeout is an unknown outcome: "
-                            "the row is relayed again, a duplicate if Redis had it)", min=1),
-        "fail_event": Param(str, "", "event_id whose publish fails its first fail_attempts tries ('' = none)"),
-        "fail_attempts": Param(int, 2, "how many publishes of fail_event fail", min=0),
-        "stall_event": Param(str, "", "event_id whose dispatcher waits stall_ms before its XADD, holding "
-                             "its locks ('' = none)"),
-        "stall_ms": Param(float, 3000.0, "how long that dispatcher stalls (long enough for the service to "
-                          "write the key's later events even on a loaded machine: 1 s was not, at load 16)", min=0),
-        "rollback": Param(str, "", "event_ids (joined by '+') whose service transaction rolls back"),
-        "respawn": Param(bool, True, "restart a dispatcher a fault killed (its failpoints off)"),
-        "respawn_ms": Param(float, 0.0, "delay before that restart", min=0),
-    }
+    params = (
+        Param("dispatchers", 1, "dispatcher processes relaying in parallel", minimum=1, maximum=MAX_DISPATCHERS),
+        Param("poll_ms", 100.0, "pause between two dispatcher rounds", minimum=1),
+        Param("timeout_ms", 2000.0, "socket timeout of one XADD (a timeout is an unknown outcome: "
+              "the row is relayed again, a duplicate if Redis had it)", minimum=1),
+        Param("fail_event", "", "event_id whose publish fails its first fail_attempts tries ('' = none)"),
+        Param("fail_attempts", 2, "how many publishes of fail_event fail", minimum=0),
+        Param("stall_event", "", "event_id whose dispatcher waits stall_ms before its XADD, holding "
+              "its locks ('' = none)"),
+        Param("stall_ms", 3000.0, "how long that dispatcher stalls (long enough for the service to "
+              "write the key's later events even on a loaded machine: 1 s was not, at load 16)", minimum=0),
+        Param("rollback", "", "event_ids (joined by '+') whose service transaction rolls back"),
+        Param("respawn", True, "restart a dispatcher a fault killed (its failpoints off)"),
+        Param("respawn_ms", 0.0, "delay before that restart", minimum=0),
+    )
 
     def validate(self) -> None:
         if self.fail_event and self.fail_event in self.rolled_back():

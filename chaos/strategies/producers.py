@@ -13,16 +13,16 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import ClassVar
 
-from chaos.strategies.params import Param
+from chaos.params import Param
 from chaos.strategies.part import Part
 from chaos.strategies.plan import PRODUCER, ProcessPlan
 from chaos.events import Event
 
-_COMMON = {
-    "timeout_ms": Param(float, 250.0, "socket timeout of one publish (connect and reply)", min=1),
-    "wait_replicas": Param(int, 0, "after each XADD, WAIT for this many replicas (0 = no WAIT)", min=0),
-    "wait_ms": Param(float, 100.0, "WAIT timeout", min=0),
-}
+_COMMON = (
+    Param("timeout_ms", 250.0, "socket timeout of one publish (connect and reply)", minimum=1),
+    Param("wait_replicas", 0, "after each XADD, WAIT for this many replicas (0 = no WAIT)", minimum=0),
+    Param("wait_ms", 100.0, "WAIT timeout", minimum=0),
+)
 
 
 class Producer(Part):
@@ -49,9 +49,9 @@ class Producer(Part):
 class Retrying(Producer):
     name = "retrying"
     summary = "async retry with backoff: retry k at backoff_ms*2^(k-1) after the first attempt"
-    params = {**_COMMON,
-              "retries": Param(int, 2, "retries after the first attempt", min=0),
-              "backoff_ms": Param(float, 500.0, "delay of the first retry", min=0)}
+    params = (*_COMMON,
+              Param("retries", 2, "retries after the first attempt", minimum=0),
+              Param("backoff_ms", 500.0, "delay of the first retry", minimum=0))
 
     def retry_delays_ms(self) -> list[float]:
         return [self.backoff_ms * 2 ** (k - 1) for k in range(1, self.retries + 1)]
@@ -60,7 +60,7 @@ class Retrying(Producer):
 class Direct(Producer):
     name = "direct"
     summary = "one attempt per event, no retry"
-    params = dict(_COMMON)
+    params = _COMMON
 
 
 PRODUCERS: dict[str, type[Producer]] = {

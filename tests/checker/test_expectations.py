@@ -8,6 +8,7 @@ import pytest
 from checker_histories import CREATED_42, PAID_42, History, final
 
 import chaos.expectations as expectations
+from chaos.errors import BadArguments
 from chaos.checker import check_run, summarize
 from chaos.expectations.table import (
     RUNS,
@@ -24,7 +25,6 @@ from chaos.expectations.table import (
     lt,
     row,
     satisfies,
-    split_spec,
 )
 
 
@@ -143,8 +143,10 @@ class TestTable:
                               Row("s1", "none", Expectation.of(lost=0), area="delivery")])
 
     def test_bad_parameter_spec(self):
-        with pytest.raises(ExpectationError, match="'shards' in 's2:shards' is not k=v"):
-            split_spec("s2:shards")
+        with pytest.raises(BadArguments, match="'s2:shards': 'shards' is not k=v"):
+            self.table.lookup("s2:shards", "none")
+        with pytest.raises(BadArguments, match="shards is given twice"):
+            self.table.lookup("s2:shards=8,shards=9", "none")
 
 
 class TestAreaModules:

@@ -7,7 +7,7 @@ import pytest
 
 from chaos.errors import BadArguments
 from faults import FAULTS, Plan, fault_class, get_fault
-from faults.base import parse_spec
+from chaos.params import parse_spec
 from faults.nemesis import schedule
 
 
@@ -25,7 +25,7 @@ def test_parse_spec_splits_name_and_params() -> None:
 ])
 def test_parse_spec_rejects_bad_syntax(spec: str, words: list[str]) -> None:
     with pytest.raises(BadArguments) as err:
-        parse_spec(spec)
+        parse_spec(spec, "fault spec")
     for word in words:
         assert word in str(err.value)
 

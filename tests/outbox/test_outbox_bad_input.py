@@ -14,7 +14,7 @@ EVENTS = [Event("e1-1", "1", "created", 1, stream="orders"), Event("e1-2", "1", 
 
 @pytest.mark.parametrize("params, message", [
     ({"dispatchers": 0}, "dispatchers=0 is below its minimum 1"),
-    ({"dispatchers": "x"}, "dispatchers='x' is not a int"),
+    ({"dispatchers": "x"}, "dispatchers='x' is not a valid int"),
     ({"poll_ms": 0}, "poll_ms=0.0 is below its minimum"),
     ({"fail_event": "e1-1", "rollback": "e1-1"}, "also rolled back"),
     ({"bogus": 1}, "its parameters are"),
@@ -56,7 +56,7 @@ def test_dispatcher_config_rejects(config, message):
 @pytest.mark.parametrize("params, message", [
     ({"at": "mid_batch"}, "not one of time, after_xadd_before_mark"),
     ({"at": "time", "event_id": "e1-1"}, "with at=time give at_ms"),
-    ({"after": -1}, "must be >= 0"),
+    ({"after": -1}, "after=-1 is below its minimum 0"),
     ({"hold_ms": 3}, "has no parameter hold_ms"),
 ])
 def test_kill_dispatcher_rejects(params, message):

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from chaos.errors import BadArguments
-from chaos.strategies.params import Param, split_spec
+from chaos.params import Param, parse_spec
 from chaos.strategies.presets import PRESETS, resolve
 
 
@@ -34,7 +34,7 @@ def test_slot_prefix_and_whole_part_replacement():
     ("s2:shards=two", ["shards='two'", "int"]),
     ("s1:foo=1", ["no parameter 'foo'", "created_ms"]),
     ("baseline:created_ms=-5", ["created_ms=-5", "minimum 0"]),
-    ("s1:count", ["'count' is not key=value"]),
+    ("s1:count", ["'count' is not k=v"]),
     ("s5:isolation=snapshot", ["isolation='snapshot'", "rc, rr"]),
     ("ack-on-receive:max_attempts=3", ["on-receive", "max_attempts", "mode=after"]),
     ("s2:reshard_to=4", ["reshard_to=4 equals shards"]),
@@ -53,10 +53,10 @@ def test_unknown_part_slot_is_rejected():
 
 
 def test_param_parsing_types():
-    assert Param(bool, False, "x").parse("o", "flag", "yes") is True
-    assert Param(int, 1, "x").parse("o", "n", " 7 ") == 7
+    assert Param("flag", False, "x").convert("o", "yes") is True
+    assert Param("n", 1, "x").convert("o", " 7 ") == 7
     with pytest.raises(BadArguments):
-        Param(int, 1, "x").parse("o", "n", 2.5)
-    assert split_spec("s2:shards=8, count = 3") == ("s2", {"shards": "8", "count": "3"})
+        Param("n", 1, "x").convert("o", 2.5)
+    assert parse_spec("s2:shards=8, count = 3") == ("s2", {"shards": "8", "count": "3"})
     with pytest.raises(BadArguments, match="given twice"):
-        split_spec("s2:shards=8,shards=9")
+        parse_spec("s2:shards=8,shards=9")

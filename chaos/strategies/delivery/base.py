@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from chaos.strategies.params import Param
+from chaos.params import Param
 from chaos.strategies.part import Part
 from chaos.strategies.plan import CONSUMER, ProcessPlan
 from chaos.events import Event
@@ -18,14 +18,14 @@ from chaos.events import Event
 GROUP = "g"
 STREAM = "orders"
 
-COMMON = {
-    "count": Param(int, 1, "COUNT per XREADGROUP (prefetch)", min=1),
-    "block_ms": Param(float, 100.0, "BLOCK of XREADGROUP", min=1),
-    "claim_idle_ms": Param(float, 2000.0, "XAUTOCLAIM min-idle time (above the longest job)", min=1),
-    "claim": Param(str, "drain", "when consumers run XAUTOCLAIM", choices=("drain", "always", "never")),
-    "respawn": Param(bool, False, "restart a killed consumer under its consumer name"),
-    "respawn_ms": Param(float, 0.0, "delay before the restart", min=0),
-}
+COMMON = (
+    Param("count", 1, "COUNT per XREADGROUP (prefetch)", minimum=1),
+    Param("block_ms", 100.0, "BLOCK of XREADGROUP", minimum=1),
+    Param("claim_idle_ms", 2000.0, "XAUTOCLAIM min-idle time (above the longest job)", minimum=1),
+    Param("claim", "drain", "when consumers run XAUTOCLAIM", choices=("drain", "always", "never")),
+    Param("respawn", False, "restart a killed consumer under its consumer name"),
+    Param("respawn_ms", 0.0, "delay before the restart", minimum=0),
+)
 
 
 class Delivery(Part):

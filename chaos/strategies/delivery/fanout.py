@@ -10,16 +10,16 @@ from __future__ import annotations
 from typing import Any
 
 from chaos.strategies.delivery.base import COMMON, STREAM, Delivery
-from chaos.strategies.params import Param
+from chaos.params import Param, extend
 from chaos.strategies.plan import CONSUMER, ProcessPlan
 
 
 class Fanout(Delivery):
     name = "fanout"
     summary = "one reader, a worker process per key bucket, ack after the worker finished (S3)"
-    params = {**COMMON,
-              "workers": Param(int, 4, "worker processes (key buckets)", min=1),
-              "count": Param(int, 50, "COUNT per XREADGROUP of the reader", min=1)}
+    params = extend(COMMON,
+                    Param("workers", 4, "worker processes (key buckets)", minimum=1),
+                    Param("count", 50, "COUNT per XREADGROUP of the reader", minimum=1))
 
     def plans(self, job: dict[str, Any]) -> list[ProcessPlan]:
         spec = self.consumer_spec("R1", [STREAM], job)

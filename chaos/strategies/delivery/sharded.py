@@ -14,7 +14,7 @@ from typing import Any
 
 from chaos.errors import BadArguments
 from chaos.strategies.delivery.base import COMMON, STREAM, Delivery
-from chaos.strategies.params import Param
+from chaos.params import Param
 from chaos.strategies.plan import ProcessPlan
 from chaos.events import Event
 
@@ -31,12 +31,12 @@ def shard_stream(shards: int, index: int) -> str:
 class Sharded(Delivery):
     name = "sharded"
     summary = "n streams by crc32(key) % n, a consumer per stream (S2)"
-    params = {**COMMON,
-              "shards": Param(int, 4, "streams (and consumers)", min=1),
-              "reshard_to": Param(int, 0, "switch to this many streams while events flow (0 = never)", min=0),
-              "reshard_after": Param(int, 0, "events published before the switch", min=0),
-              "reshard_mode": Param(str, "naive", "naive switch, or drain the old streams first",
-                                    choices=("naive", "drain"))}
+    params = (*COMMON,
+              Param("shards", 4, "streams (and consumers)", minimum=1),
+              Param("reshard_to", 0, "switch to this many streams while events flow (0 = never)", minimum=0),
+              Param("reshard_after", 0, "events published before the switch", minimum=0),
+              Param("reshard_mode", "naive", "naive switch, or drain the old streams first",
+                    choices=("naive", "drain")))
 
     def validate(self) -> None:
         if self.reshard_to and self.reshard_to == self.shards:

@@ -15,7 +15,7 @@ from typing import Callable
 import psycopg
 
 from chaos.strategies.guards.base import APPLIED, STALE, Guard, Outcome
-from chaos.strategies.params import Param
+from chaos.params import Param
 from chaos.events import Event
 
 _ISOLATION = {"rc": "READ COMMITTED", "rr": "REPEATABLE READ", "serializable": "SERIALIZABLE"}
@@ -30,11 +30,11 @@ def entry_version(entry_id: str) -> int:
 class Cas(Guard):
     name = "cas"
     summary = "compare-and-set UPDATE .. WHERE id AND version < $v, retry on serialization errors"
-    params = {
-        "version": Param(str, "business", "what $v is", choices=("business", "entry_id")),
-        "isolation": Param(str, "rc", "transaction isolation", choices=tuple(_ISOLATION)),
-        "max_retries": Param(int, 20, "retries of a transaction that failed with 40001", min=0),
-    }
+    params = (
+        Param("version", "business", "what $v is", choices=("business", "entry_id")),
+        Param("isolation", "rc", "transaction isolation", choices=tuple(_ISOLATION)),
+        Param("max_retries", 20, "retries of a transaction that failed with 40001", minimum=0),
+    )
 
     def apply(self, ev: Event, entry_id: str, work: Callable[[], None]) -> Outcome:
         version = ev.version if self.version == "business" else entry_version(entry_id)

@@ -10,7 +10,7 @@ import time
 from typing import Callable
 
 from chaos.strategies.guards.base import APPLIED, DUPLICATE, STALE, Guard, Outcome
-from chaos.strategies.params import Param
+from chaos.params import Param
 from chaos.events import Event
 
 _INSERT = "INSERT INTO inbox (event_id) VALUES (%s) ON CONFLICT DO NOTHING RETURNING event_id"
@@ -19,7 +19,7 @@ _INSERT = "INSERT INTO inbox (event_id) VALUES (%s) ON CONFLICT DO NOTHING RETUR
 class Inbox(Guard):
     name = "inbox"
     summary = "inbox row by event_id (ON CONFLICT DO NOTHING) + effect in one transaction"
-    params = {"cas": Param(bool, False, "also guard the effect with version < $v")}
+    params = (Param("cas", False, "also guard the effect with version < $v"),)
 
     def apply(self, ev: Event, entry_id: str, work: Callable[[], None]) -> Outcome:
         work()

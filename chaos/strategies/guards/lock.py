@@ -15,7 +15,7 @@ from typing import Callable
 import redis
 
 from chaos.strategies.guards.base import APPLIED, Guard, Outcome
-from chaos.strategies.params import Param
+from chaos.params import Param
 from chaos.events import Event
 
 _RELEASE = "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) else return 0 end"
@@ -33,11 +33,11 @@ def _has_delex(r: redis.Redis) -> bool:
 class Lock(Guard):
     name = "lock"
     summary = "per-key lock SET NX PX ttl, retry every retry_ms, compare-and-delete release"
-    params = {
-        "ttl_ms": Param(float, 5000.0, "lock TTL", min=1),
-        "retry_ms": Param(float, 20.0, "time between two acquire attempts", min=0),
-        "jitter_ms": Param(float, 0.0, "random delay in [0, jitter_ms] before locking (S4b)", min=0),
-    }
+    params = (
+        Param("ttl_ms", 5000.0, "lock TTL", minimum=1),
+        Param("retry_ms", 20.0, "time between two acquire attempts", minimum=0),
+        Param("jitter_ms", 0.0, "random delay in [0, jitter_ms] before locking (S4b)", minimum=0),
+    )
 
     def bind(self, env):  # type: ignore[override]
         super().bind(env)

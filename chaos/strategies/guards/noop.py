@@ -10,7 +10,7 @@ from chaos.events import Event
 class Noop(Guard):
     name = "noop"
     summary = "no effect write: measures the harness itself (bench/harness_bench.py)"
-    params = {}
+    params = ()
 
     def apply(self, ev: Event, entry_id: str, work: Callable[[], None]) -> Outcome:
         work()

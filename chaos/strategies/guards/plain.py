@@ -10,7 +10,7 @@ from chaos.events import Event
 class Plain(Guard):
     name = "plain"
     summary = "plain UPDATE: the last writer wins, whatever its version"
-    params = {}
+    params = ()
 
     def apply(self, ev: Event, entry_id: str, work: Callable[[], None]) -> Outcome:
         work()

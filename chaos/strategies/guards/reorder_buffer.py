@@ -23,7 +23,7 @@ SCHEMA = """CREATE TABLE IF NOT EXISTS reorder_buffer (
 class ReorderBuffer(Guard):
     name = "reorder-buffer"
     summary = "apply in version order; park events that arrive early until the gap fills (P3)"
-    params = {}
+    params = ()
     schema = SCHEMA
 
     def apply(self, ev: Event, entry_id: str, work: Callable[[], None]) -> Outcome:

@@ -9,14 +9,14 @@ from __future__ import annotations
 from typing import Callable
 
 from chaos.strategies.guards.base import APPLIED, DUPLICATE, Guard, Outcome
-from chaos.strategies.params import Param
+from chaos.params import Param
 from chaos.events import Event
 
 
 class SetnxDedupe(Guard):
     name = "setnx-dedupe"
     summary = "SET dedupe:<event_id> NX EX ttl in Redis, then the effect (not atomic with it)"
-    params = {"ttl_s": Param(int, 86400, "marker TTL in seconds (not scaled)", min=1)}
+    params = (Param("ttl_s", 86400, "marker TTL in seconds (not scaled)", minimum=1),)
 
     def apply(self, ev: Event, entry_id: str, work: Callable[[], None]) -> Outcome:
         if not self.env.redis().set(f"dedupe:{ev.event_id}", entry_id, nx=True, ex=self.ttl_s):

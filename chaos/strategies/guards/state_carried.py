@@ -23,7 +23,7 @@ _UPSERT = ("WITH changed AS (INSERT INTO orders (id, status, version) VALUES (%(
 class StateCarried(Guard):
     name = "state-carried"
     summary = "the event carries the full state; conditional upsert WHERE version < new (P4)"
-    params = {}
+    params = ()
     seeds_rows = False
 
     def apply(self, ev: Event, entry_id: str, work: Callable[[], None]) -> Outcome:

@@ -19,7 +19,7 @@ import random
 from typing import ClassVar
 
 from chaos.errors import BadArguments
-from chaos.strategies.params import Param
+from chaos.params import Param
 from chaos.strategies.part import Part
 from chaos.events import Event
 
@@ -118,14 +118,14 @@ def _resent(events: list[Event], resend: int, gap_ms: float = 1.0) -> list[Event
 class Pair(Workload):
     name = "pair"
     summary = "order #42: created v=1 (800 ms) then paid v=2 (50 ms)"
-    params = {
-        "key": Param(str, "42", "the order id"),
-        "created_ms": Param(float, 800.0, "cost of handling `created`", min=0),
-        "paid_ms": Param(float, 50.0, "cost of handling `paid`", min=0),
-        "paid_at_ms": Param(float, 0.0, "when `paid` is published, after the run starts", min=0),
-        "payment_service": Param(bool, False, "publish `paid` from a second producer process P-payment"),
-        "resend": Param(int, 0, "publish every event this many extra times with the same event_id", min=0),
-    }
+    params = (
+        Param("key", "42", "the order id"),
+        Param("created_ms", 800.0, "cost of handling `created`", minimum=0),
+        Param("paid_ms", 50.0, "cost of handling `paid`", minimum=0),
+        Param("paid_at_ms", 0.0, "when `paid` is published, after the run starts", minimum=0),
+        Param("payment_service", False, "publish `paid` from a second producer process P-payment"),
+        Param("resend", 0, "publish every event this many extra times with the same event_id", minimum=0),
+    )
 
     def make_events(self, rng: random.Random) -> list[Event]:
         k = self.key
@@ -138,15 +138,15 @@ class Pair(Workload):
 class ManyOrders(Workload):
     name = "many-orders"
     summary = "K orders x E events (created, paid, shipped, ...), keys interleaved by seed"
-    params = {
-        "keys": Param(int, 200, "number of orders", min=1),
-        "events": Param(int, 3, f"events per order: {', '.join(ETYPES)}, then step-6, step-7...",
-                        min=1, max=MAX_EVENTS_PER_KEY),
-        "cost_ms": Param(float, 5.0, "cost of handling one event", min=0),
-        "jitter_ms": Param(float, 0.0, "extra random cost, uniform in [0, jitter_ms]", min=0),
-        "gap_ms": Param(float, 0.0, "time between two publishes (0 = as fast as possible)", min=0),
-        "resend": Param(int, 0, "publish every event this many extra times with the same event_id", min=0),
-    }
+    params = (
+        Param("keys", 200, "number of orders", minimum=1),
+        Param("events", 3, f"events per order: {', '.join(ETYPES)}, then step-6, step-7...",
+              minimum=1, maximum=MAX_EVENTS_PER_KEY),
+        Param("cost_ms", 5.0, "cost of handling one event", minimum=0),
+        Param("jitter_ms", 0.0, "extra random cost, uniform in [0, jitter_ms]", minimum=0),
+        Param("gap_ms", 0.0, "time between two publishes (0 = as fast as possible)", minimum=0),
+        Param("resend", 0, "publish every event this many extra times with the same event_id", minimum=0),
+    )
 
     def validate(self) -> None:
         self.fits()
@@ -174,11 +174,11 @@ class ManyOrders(Workload):
 class Bulk(Workload):
     name = "bulk"
     summary = "N independent jobs, one key each; optional poison job every k-th"
-    params = {
-        "jobs": Param(int, 2000, "number of jobs", min=1),
-        "cost_ms": Param(float, 5.0, "cost of one job", min=0),
-        "poison_every": Param(int, 0, "every k-th job always fails (0 = none)", min=0),
-    }
+    params = (
+        Param("jobs", 2000, "number of jobs", minimum=1),
+        Param("cost_ms", 5.0, "cost of one job", minimum=0),
+        Param("poison_every", 0, "every k-th job always fails (0 = none)", minimum=0),
+    )
 
     def validate(self) -> None:
         if self.poison_every and self.poison_every > self.jobs:

@@ -37,8 +37,9 @@ from chaos.workload.env import ready_marker
 from chaos.events import Event
 from chaos.workload.final_state import fully_acked, read_final_state
 from chaos.workload.forkserver import Child, fork_server
-from chaos.workload.procutil import describe_exit, process_stopped, tail
+from chaos.workload.procutil import describe_exit, tail
 from chaos.workload.progress import ProgressWatch
+from faults.context import FaultContextBase
 
 TERMINATING = {signal.SIGKILL, signal.SIGTERM, signal.SIGINT, signal.SIGQUIT}
 CONSUMER_FAILPOINTS = {"after_read", "mid_batch", "before_apply", "before_lock", "before_commit",
@@ -83,8 +84,9 @@ class WorkerHandle:
         return self.child.alive()
 
 
-class RunContext:
-    """The FaultContext of one run (docs/INTERFACES.md section 7)."""
+class RunContext(FaultContextBase):
+    """The FaultContext of one run (docs/INTERFACES.md section 7); scale, sleep and resume
+    are the one fault context base's (faults/context.py)."""
 
     def __init__(self, run: _Run) -> None:
         self._run = run
@@ -94,20 +96,13 @@ class RunContext:
         self.time_scale = run.cell.time_scale
         self.run_dir = run.dir
 
-    def scale(self, ms: float) -> float:
-        return ms * self.time_scale / 1000.0
-
-    def sleep(self, ms: float) -> bool:
-        time.sleep(self.scale(ms))
-        return not self.stop_event.is_set()
-
     def workers(self, role: str) -> list[WorkerHandle]:
         """Live and dead incarnations' latest handles by role, kind or process name."""
         handles = list(self._run.current.values())
         return [h for h in handles if role in (h.plan.role, h.plan.kind, h.name, h.plan.name)]
 
     def wait_failpoint(self, name: str, timeout_ms: float) -> tuple[WorkerHandle, dict]:
-        from faults.base import FaultError
+        from faults.interface import FaultError
         deadline = time.monotonic() + self.scale(timeout_ms) + 1.0
         directory = fp.failpoint_dir(self.run_dir)
         while time.monotonic() < deadline:
@@ -121,13 +116,6 @@ class RunContext:
             time.sleep(POLL_S)
         raise FaultError(f"no worker reached failpoint {name!r} within {timeout_ms} ms "
                          f"(is it armed with action=signal for the right role?)")
-
-    def resume(self, worker: WorkerHandle) -> None:
-        # A SIGCONT that overtakes the worker's own SIGSTOP is lost (see process_stopped).
-        deadline = time.monotonic() + 5.0
-        while time.monotonic() < deadline and worker.alive() and not process_stopped(worker.pid):
-            time.sleep(0.001)
-        worker.child.kill(signal.SIGCONT)
 
     def record(self, phase: str, **value: Any) -> None:
         self._run.nemesis.op("info", "fault", value={"phase": phase, **value})
@@ -616,7 +604,7 @@ def run_cell(cluster: Any, preset: str | Strategy, faults: Sequence[Any] = (), r
     summary.label = strategy.label()
     _tidy(summary, keep_runs)
     if fault_errors and raise_fault_errors:
-        from faults.base import FaultError
+        from faults.interface import FaultError
         raise FaultError("; ".join(fault_errors))
     return summary
 
@@ -624,7 +612,7 @@ def run_cell(cluster: Any, preset: str | Strategy, faults: Sequence[Any] = (), r
 def _check_faults(cell: _Cell, specs: list[Any], strategy: Strategy) -> None:
     if not specs:
         return
-    from faults.base import Plan
+    from faults.interface import Plan
     producer_plans = strategy.producer.plans(strategy.delivery.route(strategy.workload.make_events(random.Random(0))))
     roles = cell.plan_roles(producer_plans)
     points = {role: ROLE_FAILPOINTS.get(role) or (PRODUCER_FAILPOINTS if role == PRODUCER else CONSUMER_FAILPOINTS)

@@ -12,7 +12,9 @@ import signal
 import time
 
 from chaos.errors import BadArguments
-from faults.base import Fault, FaultContext, Param, pick_worker, process_alive, wait_for_entries, wait_until
+from chaos.params import Param
+from faults.helpers import pick_worker, process_alive, wait_for_entries, wait_until
+from faults.interface import Fault, FaultContext
 
 KILL_POINTS = ("time", "after_read", "mid_batch", "before_apply", "after_apply_before_ack")
 

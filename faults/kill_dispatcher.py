@@ -15,7 +15,9 @@ import signal
 
 from chaos.errors import BadArguments
 from chaos.workload.procutil import process_stopped
-from faults.base import FaultContext, FaultError, Param, wait_until
+from chaos.params import Param
+from faults.helpers import wait_until
+from faults.interface import FaultContext, FaultError
 from faults.kill_consumer import KillConsumer
 
 KILL_POINTS = ("time", "after_xadd_before_mark")

@@ -7,7 +7,6 @@ handles the caller passes; failpoints are not available (no worker carries them)
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import threading
 import time
@@ -15,7 +14,9 @@ from dataclasses import dataclass, field
 from random import Random
 from typing import Any
 
-from faults.base import Fault, FaultError, WorkerHandle, process_alive
+from faults.context import FaultContextBase
+from faults.helpers import process_alive
+from faults.interface import Fault, FaultError, WorkerHandle
 
 
 @dataclass
@@ -38,7 +39,7 @@ class ProcessHandle:
 
 
 @dataclass
-class LocalContext:
+class LocalContext(FaultContextBase):
     """FaultContext over a Cluster, a seed and a time scale; ops recorded in ``ops``."""
 
     cluster: Any
@@ -52,13 +53,6 @@ class LocalContext:
         self.rng = Random(self.seed)
         self.t0 = time.monotonic()
 
-    def scale(self, ms: float) -> float:
-        return ms * self.time_scale / 1000.0
-
-    def sleep(self, ms: float) -> bool:
-        time.sleep(self.scale(ms))
-        return not self.stop_event.is_set()
-
     def workers(self, role: str) -> list[WorkerHandle]:
         if role in self.roles:
             return list(self.roles[role])
@@ -66,9 +60,6 @@ class LocalContext:
 
     def wait_failpoint(self, name: str, timeout_ms: float) -> tuple[WorkerHandle, dict]:
         raise FaultError(f"failpoint {name!r}: a LocalContext has no workers with failpoints")
-
-    def resume(self, worker: WorkerHandle) -> None:
-        worker.kill(signal.SIGCONT)
 
     def record(self, phase: str, **value: Any) -> None:
         self.ops.append({"time": time.monotonic(), "process": "nemesis", "type": "info", "f": "fault",

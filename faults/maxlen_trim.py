@@ -4,8 +4,9 @@ XAUTOCLAIM then reports the trimmed ids in its third element (deleted ids) and d
 them from the PEL; the checker counts their events lost.
 """
 from __future__ import annotations
-
-from faults.base import Fault, FaultContext, Param, wait_for_entries, workload_streams
+from chaos.params import Param
+from faults.helpers import wait_for_entries, workload_streams
+from faults.interface import Fault, FaultContext
 
 
 class MaxlenTrim(Fault):

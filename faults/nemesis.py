@@ -8,7 +8,9 @@ from random import Random
 from typing import Any
 
 from chaos.errors import BadArguments
-from faults.base import Fault, FaultContext, Param, raise_if
+from chaos.params import Param
+from faults.helpers import raise_if
+from faults.interface import Fault, FaultContext
 
 KINDS = ("latency", "partition", "pause")
 

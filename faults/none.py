@@ -1,7 +1,6 @@
 """none: no fault; the cell measures the strategy on its own."""
 from __future__ import annotations
-
-from faults.base import Fault
+from faults.interface import Fault
 
 
 class NoFault(Fault):

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from faults.base import LINKS, check_link_target, FaultContext, Param, WindowFault, proxy_for
+from chaos.params import Param
+from faults.helpers import check_link_target, LINKS, proxy_for
+from faults.interface import FaultContext
+from faults.window import WindowFault
 
 
 class Partition(WindowFault):

@@ -4,7 +4,10 @@ from __future__ import annotations
 import signal
 from typing import Any
 
-from faults.base import FaultContext, Param, WindowFault, pick_worker, process_alive
+from chaos.params import Param
+from faults.helpers import pick_worker, process_alive
+from faults.interface import FaultContext
+from faults.window import WindowFault
 
 
 class Pause(WindowFault):

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import time
 
-from faults.base import Fault, FaultContext, Param, ToxicSet, pick_worker, proxy_for, raise_if
+from chaos.params import Param
+from faults.helpers import pick_worker, proxy_for, raise_if, ToxicSet
+from faults.interface import Fault, FaultContext
 
 
 class PgReset(Fault):

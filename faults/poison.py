@@ -5,7 +5,8 @@ per 500; this fault adds poison to any workload.)"""
 from __future__ import annotations
 
 from chaos.errors import BadArguments
-from faults.base import Fault, Param
+from chaos.params import Param
+from faults.interface import Fault
 
 ALWAYS = 10**9  # fire at every delivery
 

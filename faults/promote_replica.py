@@ -13,7 +13,9 @@ import time
 from typing import Any
 
 from chaos.errors import BadArguments
-from faults.base import Fault, FaultContext, FaultError, Param, ToxicSet, raise_if, wait_for_entries
+from chaos.params import Param
+from faults.helpers import raise_if, ToxicSet, wait_for_entries
+from faults.interface import Fault, FaultContext, FaultError
 
 HOLDS = ("timeout", "down", "latency", "none")
 PROBE_KEY = "chaos:replication-probe"

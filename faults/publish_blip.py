@@ -17,7 +17,10 @@ import time
 from typing import Any
 
 from chaos.errors import BadArguments
-from faults.base import FaultContext, Param, WindowFault, proxy_for
+from chaos.params import Param
+from faults.helpers import proxy_for
+from faults.interface import FaultContext
+from faults.window import WindowFault
 
 TOXICS = ("reset_peer", "timeout", "down")
 

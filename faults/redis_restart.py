@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import time
 
-from faults.base import Fault, FaultContext, FaultError, Param
+from chaos.params import Param
+from faults.interface import Fault, FaultContext, FaultError
 
 
 class RedisRestart(Fault):

@@ -5,7 +5,7 @@ import importlib
 
 from chaos.errors import BadArguments
 from chaos.params import parse_spec
-from faults.base import Fault
+from faults.interface import Fault
 
 FAULTS: dict[str, str] = {
     "none": "faults.none:NoFault",

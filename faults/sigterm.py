@@ -4,7 +4,9 @@ from __future__ import annotations
 import signal
 import time
 
-from faults.base import Fault, FaultContext, Param, pick_worker, process_alive, wait_until
+from chaos.params import Param
+from faults.helpers import pick_worker, process_alive, wait_until
+from faults.interface import Fault, FaultContext
 
 
 class SigTerm(Fault):

@@ -14,7 +14,7 @@ from typing import Any
 from chaos.checker import CellResult
 from chaos.expectations import assert_cell, expect
 from chaos.history import read_history
-from faults.base import FaultError
+from faults.interface import FaultError
 from faults.cells import Cell
 from faults.following import FollowingCluster
 

@@ -15,7 +15,9 @@ import signal
 import threading
 import time
 
-from faults.base import Fault, FaultContext, FaultError, Param, pick_worker, process_alive
+from chaos.params import Param
+from faults.helpers import pick_worker, process_alive
+from faults.interface import Fault, FaultContext, FaultError
 
 STALL_POINTS = ("time", "after_read", "before_apply", "before_lock", "after_apply_before_ack")
 

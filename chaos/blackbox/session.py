@@ -37,7 +37,7 @@ from chaos.errors import BadArguments
 from chaos.cluster import spawner
 from chaos.cluster.rundirs import runs_dir
 from chaos.history import history_dir, read_history
-from faults.base import FaultError, Plan
+from faults.interface import FaultError, Plan
 
 PRODUCER = "P-order"
 SETTLE_S = 0.6  # effects unchanged this long, with nothing pending or undelivered: drained

@@ -66,7 +66,7 @@ def _port(url: str) -> int:
 
 @dataclass
 class WorkerProcess:
-    """One running consumer process; satisfies faults.base.WorkerHandle."""
+    """One running consumer process; satisfies faults.interface.WorkerHandle."""
 
     name: str
     links: Any  # chaos.cluster.WorkerLinks

@@ -7,7 +7,7 @@ import pytest
 import redis
 
 from faults import get_fault
-from faults.base import FaultError
+from faults.interface import FaultError
 from faults.local import FaultThread, LocalContext
 
 

@@ -9,7 +9,8 @@ import time
 import pytest
 
 from faults import get_fault
-from faults.base import FaultError, process_alive, wait_until
+from faults.helpers import process_alive, wait_until
+from faults.interface import FaultError
 from faults.local import FaultThread, LocalContext, ProcessHandle
 
 SLEEPER = "import time\nwhile True: time.sleep(0.01)"

@@ -5,7 +5,7 @@ import pytest
 
 from chaos.expectations.table import eq
 from faults import get_fault
-from faults.base import FaultError
+from faults.interface import FaultError
 from faults.cells import Cell
 from faults.local import LocalContext
 from faults import suite

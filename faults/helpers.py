@@ -1,0 +1,145 @@
+"""Helpers shared by fault modules: picking a worker or a proxy, toxics that heal exactly,
+anchoring a fault to the workload's progress, and loud heal failures."""
+from __future__ import annotations
+
+import signal
+import threading
+import time
+from typing import Any, Iterable
+
+from chaos.cluster.spawner import wait_until  # noqa: F401 - for the fault modules: one import place
+from chaos.errors import BadArguments
+from faults.interface import FaultContext, FaultError, WorkerHandle
+
+
+LINKS = ("redis", "replica", "postgres", "replication")
+SIGNALS = ("KILL", "TERM", "INT", "STOP", "CONT", "QUIT")
+
+
+def pick_worker(ctx: FaultContext, role: str, target: str = "") -> WorkerHandle:
+    """The worker a fault acts on: by name if ``target`` is set, else one drawn from ctx.rng."""
+    workers = [w for w in ctx.workers(role) if w.alive()]
+    if target:
+        named = [w for w in workers if w.name == target]
+        if not named:
+            raise FaultError(f"no live {role} worker named {target!r}; live: {[w.name for w in workers]}")
+        return named[0]
+    if not workers:
+        raise FaultError(f"no live {role} worker to act on")
+    return workers[ctx.rng.randrange(len(workers))]
+
+
+def proxy_for(ctx: FaultContext, link: str, target: str = "") -> list[str]:
+    """Proxy names for a link: a shared link (``redis``, ``replication``...) when target is
+    empty or ``shared``; the link of one worker process (by name or role) otherwise."""
+    cluster = ctx.cluster
+    if not target or target == "shared":
+        if link not in cluster.links:
+            raise FaultError(f"the topology has no shared link {link!r}; it has {sorted(cluster.links)}")
+        return [cluster.links[link]]
+    names: list[str] = []
+    try:
+        handles = list(ctx.workers(target))
+    except Exception:  # noqa: BLE001 - an unknown role: treat target as a process name
+        handles = []
+    procs = [w.name for w in handles] or [target]
+    for proc in procs:
+        links = cluster.worker_links(proc)
+        if link not in links.proxies:
+            raise FaultError(f"worker {proc!r} has no {link!r} link; it has {sorted(links.proxies)}")
+        names.append(links.proxies[link])
+    return names
+
+
+def check_link_target(fault: str, link: str, target: str) -> None:
+    """A worker has its own redis, replica and postgres links; replication is the replica's."""
+    if link == "replication" and target and target != "shared":
+        raise BadArguments(f"fault {fault!r}: workers have no replication link (it is the replica's "
+                           f"link to the primary); drop target={target} or pick link=redis|replica|postgres")
+
+
+def workload_streams(redis: Any, exclude: tuple[str, ...] = ("dlq",)) -> list[str]:
+    """Every stream key on the server except DLQ streams."""
+    return sorted(k for k in redis.scan_iter(_type="stream") if not any(part in k for part in exclude))
+
+
+def wait_for_entries(ctx: FaultContext, count: int, timeout_s: float, fault: str) -> float:
+    """Block until the workload's streams hold ``count`` entries; return the seconds waited.
+    Anchors a fault to the workload's progress instead of the clock (a loaded machine
+    starts its producers late)."""
+    started = time.monotonic()
+    redis = ctx.cluster.direct_redis("primary")
+    while True:
+        if sum(redis.xlen(s) for s in workload_streams(redis)) >= count:
+            return time.monotonic() - started
+        if time.monotonic() - started > timeout_s:
+            raise FaultError(f"fault {fault!r}: the workload's streams never reached {count} entries "
+                             f"in {timeout_s:.0f} s; lower after_entries")
+        time.sleep(0.002)
+
+
+def signal_number(name: str) -> int:
+    """``KILL`` / ``SIGKILL`` / ``9`` -> 9."""
+    text = str(name).upper()
+    if text.isdigit():
+        return int(text)
+    return int(getattr(signal, text if text.startswith("SIG") else "SIG" + text))
+
+
+class ToxicSet:
+    """Toxics a fault added, so heal removes exactly those (and re-enables what it disabled)."""
+
+    def __init__(self, api: Any) -> None:
+        self.api = api
+        self.toxics: list[tuple[str, str]] = []
+        self.disabled: list[str] = []
+        self.lock = threading.Lock()
+
+    def add(self, proxy: str, type: str, *, stream: str = "downstream", name: str | None = None,
+            toxicity: float = 1.0, **attributes: Any) -> str:
+        name = name or f"chaos-{type}-{stream}"
+        self.api.add_toxic(proxy, type, stream=stream, name=name, toxicity=toxicity, **attributes)
+        with self.lock:
+            self.toxics.append((proxy, name))
+        return name
+
+    def disable(self, proxy: str) -> None:
+        self.api.update_proxy(proxy, enabled=False)
+        with self.lock:
+            self.disabled.append(proxy)
+
+    def remove_all(self) -> list[str]:
+        """Remove every toxic and re-enable every proxy; return the errors (empty = healed)."""
+        errors: list[str] = []
+        with self.lock:
+            toxics, self.toxics = self.toxics, []
+            disabled, self.disabled = self.disabled, []
+        for proxy, name in toxics:
+            try:
+                self.api.remove_toxic(proxy, name)
+            except Exception as exc:  # noqa: BLE001 - report, keep healing the rest
+                if getattr(exc, "status", None) != 404:
+                    errors.append(f"remove toxic {name} on {proxy}: {exc}")
+        for proxy in disabled:
+            try:
+                self.api.update_proxy(proxy, enabled=True)
+            except Exception as exc:  # noqa: BLE001
+                errors.append(f"re-enable proxy {proxy}: {exc}")
+        return errors
+
+
+def raise_if(errors: Iterable[str], fault: str) -> None:
+    """Make heal failures loud: the test errors and the cluster gets rebuilt."""
+    errors = list(errors)
+    if errors:
+        raise FaultError(f"fault {fault!r} did not heal: " + "; ".join(errors))
+
+
+def process_alive(pid: int) -> bool:
+    """True while ``pid`` exists and is not a zombie."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (FileNotFoundError, ProcessLookupError, IndexError):
+        return False
+

@@ -18,6 +18,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field, fields
 from operator import itemgetter
+from pathlib import Path
 from typing import Any
 
 from chaos.history import HistoryError, paused_gc
@@ -160,6 +161,17 @@ class CellResult:
     anomalies: list[Anomaly]
     anomaly_counts: dict[str, int]
     unknown_reasons: list[str]
+    # Filled in by the orchestrator (chaos.run.run_cell); a result built by summarize() alone
+    # (the checker's own tests, a black-box session) leaves them at their defaults.
+    run_root: Path | None = None              # the cell's directory of run dirs
+    run_dirs: list[Path] = field(default_factory=list)   # run i's directory (may be tidied away)
+    metrics: list[Any] = field(default_factory=list)     # chaos.run.RunMetrics per run
+    wall_s: float | None = None               # the whole cell, reset to check of the last run
+    strategy: Any = None                      # the resolved chaos.strategies Strategy
+    fault_errors: list[str] = field(default_factory=list)  # faults that did not act or heal
+    label: str | None = None                  # the strategy's label ("s5:consumers=4")
+    phases: list[Any] = field(default_factory=list)      # chaos.run.Phase of every run
+    notes: list[str] = field(default_factory=list)       # human sentences: a fault that missed
 
     @property
     def run_count(self) -> int:

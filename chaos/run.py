@@ -17,12 +17,15 @@ import shutil
 import signal
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
 
 from chaos.checker import CellResult, RunResult, check_run, summarize
 from chaos.cluster.rundirs import runs_dir
@@ -50,6 +53,65 @@ ROLE_FAILPOINTS = {"dispatcher": {"before_publish", "after_xadd_before_mark", "a
 POLL_S = 0.005
 READY_TIMEOUT_S = 15.0
 STOP_GRACE_S = 2.0
+FOLLOW_RETRY_S = 5.0        # how long a Redis call waits for a primary to answer (a failover's downtime)
+FOLLOW_RETRY_EVERY_S = 0.005
+
+
+@dataclass(frozen=True)
+class Phase:
+    """One phase of one run (seam P): reset, arm, workload, fault:<name>, heal, drain, stop,
+    check; `start`/`end` are time.monotonic() seconds, like the history's op times."""
+
+    run: int
+    name: str
+    start: float
+    end: float
+
+    @property
+    def duration_s(self) -> float:
+        return self.end - self.start
+
+
+class PrimaryRedis:
+    """The orchestrator's Redis client: every call goes to the node that is the primary at
+    that moment (a failover moves it), and a refused connection is retried for a bounded
+    time (between a primary's kill and the promotion no node answers). One client is kept
+    per address, so polling costs no reconnect."""
+
+    def __init__(self, cluster: Any, retry_s: float = FOLLOW_RETRY_S) -> None:
+        self._cluster, self._retry_s = cluster, retry_s
+        self._clients: dict[str, redis.Redis] = {}
+
+    def client(self) -> redis.Redis:
+        """The current primary's client, without retries (for a poll that may say "not yet")."""
+        address = str(self._cluster.primary)
+        client = self._clients.get(address)
+        if client is None:
+            client = self._clients[address] = self._cluster.direct_redis("primary")
+            # redis-py's own retries back off up to ~4 s against a node a failover just killed,
+            # while the promoted one already answers: retry here, on the primary of the moment
+            client.set_retry(Retry(NoBackoff(), 0))
+        return client
+
+    def __getattr__(self, name: str) -> Any:
+        if not callable(getattr(redis.Redis, name, None)):
+            return getattr(self.client(), name)
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            deadline = time.monotonic() + self._retry_s
+            while True:
+                try:
+                    return getattr(self.client(), name)(*args, **kwargs)
+                except (redis.ConnectionError, redis.TimeoutError):
+                    if time.monotonic() > deadline:
+                        raise
+                    time.sleep(FOLLOW_RETRY_EVERY_S)
+        return call
+
+    def close(self) -> None:
+        for client in self._clients.values():
+            client.close()
+        self._clients.clear()
 
 
 @dataclass
@@ -145,6 +207,55 @@ def _work_metrics(history: list[dict]) -> tuple[int, float | None]:
     return len(handled), (last - first) if first is not None and last is not None else None
 
 
+def fault_phases(history: list[dict], run: int) -> list[Phase]:
+    """`fault:<name>` phases from the nemesis's fault ops: from a fault's start op to its stop
+    op (a fault with no stop, such as a SIGKILL, lasts an instant); a fault started twice
+    (nemesis steps) gives one phase per start."""
+    phases: list[Phase] = []
+    open_at: dict[str, float] = {}
+    for op in history:
+        value = op.get("value")
+        if op.get("f") != "fault" or not isinstance(value, dict) or not value.get("name"):
+            continue
+        name, step = value["name"], value.get("phase")
+        if step == "start":
+            if name in open_at:
+                phases.append(Phase(run, f"fault:{name}", open_at[name], open_at[name]))
+            open_at[name] = op["time"]
+        elif step == "stop" and name in open_at:
+            phases.append(Phase(run, f"fault:{name}", open_at.pop(name), op["time"]))
+    phases += [Phase(run, f"fault:{name}", t, t) for name, t in open_at.items()]
+    return phases
+
+
+def late_fault_notes(history: list[dict], t0: float) -> list[str]:
+    """A sentence for each fault that started when the workload had nothing left in flight:
+    every publish done and every published event acked (or dead-lettered) before it. Such a
+    fault tests nothing, and a silent `valid` would say the strategy survived it."""
+    publish_times = [op["time"] for op in history if op.get("f") == "publish"]
+    if not publish_times:
+        return []
+    last_publish = max(publish_times)
+    unsettled: set[Any] = set()
+    settled: set[Any] = set()
+    open_applies = 0
+    notes = []
+    for op in history:  # sorted by time (read_history)
+        f, kind, value = op.get("f"), op.get("type"), op.get("value")
+        if f == "publish" and kind == "ok" and op.get("event_id") not in settled:
+            unsettled.add(op.get("event_id"))
+        elif f in ("ack", "dlq") and kind == "ok":
+            unsettled.discard(op.get("event_id"))
+            settled.add(op.get("event_id"))
+        elif f == "apply":
+            open_applies = max(0, open_applies + (1 if kind == "invoke" else -1))
+        elif (f == "fault" and isinstance(value, dict) and value.get("phase") == "start"
+              and op["time"] > last_publish and not unsettled and not open_applies):
+            notes.append(f"{value.get('name')} fired after the workload ended (at {op['time'] - t0:.1f} s; "
+                         f"last publish at {last_publish - t0:.1f} s): raise the workload's size or fire earlier")
+    return notes
+
+
 class _Cell:
     """What stays the same across the runs of one cell."""
 
@@ -159,25 +270,17 @@ class _Cell:
             plan.respawn = plan.respawn or strategy.delivery.respawn
             plan.respawn_ms = strategy.delivery.respawn_ms
         self._conn = None
-        self._redis, self._redis_for = None, ""
+        self.redis = PrimaryRedis(cluster)
 
     def conn(self):
         if self._conn is None or self._conn.closed:
             self._conn = self.cluster.pg_connect()
         return self._conn
 
-    def redis(self):
-        """A direct client to the *current* primary (it changes with a failover)."""
-        primary = str(self.cluster.primary)
-        if self._redis is None or self._redis_for != primary:
-            self._redis, self._redis_for = self.cluster.direct_redis(), primary
-        return self._redis
-
     def close(self) -> None:
         if self._conn is not None:
             self._conn.close()
-        if self._redis is not None:
-            self._redis.close()
+        self.redis.close()
 
     def plan_roles(self, producer_plans: list[ProcessPlan]) -> dict[str, list[str]]:
         roles: dict[str, list[str]] = {}
@@ -215,14 +318,16 @@ class _Run:
         self.fault_errors: list[str] = []
         self.respawns: list[tuple[float, WorkerHandle]] = []
         self.incarnation: dict[str, int] = {}
+        self.phases: list[Phase] = []
+        self.notes: list[str] = []
 
     # -- state -------------------------------------------------------------------------
     def reset_state(self, events: list[Event]) -> None:
         cluster = self.cell.cluster
         if getattr(cluster, "failed_over", False):
             cluster.reset()  # a failover changed the topology: the slow, full reset
-            self.cell._conn = self.cell._redis = None
-        r = self.cell.redis()
+            self.cell._conn = None
+        r = self.cell.redis
         r.flushall()
         conn = self.cell.conn()
         schema.ensure_schema(conn)
@@ -263,7 +368,7 @@ class _Run:
         return handle
 
     def blocked_readers(self) -> int:
-        clients = self.cell.redis().client_list()
+        clients = self.cell.redis.client_list()
         return sum(1 for c in clients if c.get("cmd") == "xreadgroup" and "b" in c.get("flags", ""))
 
     def wait_ready(self, handle: WorkerHandle, blocked: int) -> None:
@@ -320,7 +425,7 @@ class _Run:
     def stream_state(self) -> str:
         """The groups' pending and lag, for a reason text (what the run was waiting for)."""
         try:
-            r = self.cell.redis()
+            r = self.cell.redis
             parts = []
             for stream in self.cell.streams:
                 for g in r.xinfo_groups(stream):
@@ -352,6 +457,15 @@ class _Run:
             time.sleep(POLL_S * 2)
 
     # -- the run -----------------------------------------------------------------------
+    @contextmanager
+    def phase(self, name: str) -> Iterator[None]:
+        """Time one phase of this run (seam P); recorded even when the phase raises."""
+        start = time.monotonic()
+        try:
+            yield
+        finally:
+            self.phases.append(Phase(self.index, name, start, time.monotonic()))
+
     def execute(self) -> tuple[RunResult, RunMetrics]:
         cell, started = self.cell, time.monotonic()
         (self.dir / "logs").mkdir(parents=True, exist_ok=True)
@@ -366,23 +480,33 @@ class _Run:
         threads: list[Any] = []
         try:
             try:
-                self.start_workload(events, producer_plans, faults, threads)
-                self.workload_phase(events)
+                with self.phase("reset"):
+                    self.reset_state(events)
+                with self.phase("arm"):
+                    self.start_workload(events, producer_plans, faults, threads)
+                with self.phase("workload"):
+                    self.workload_phase(events)
             except _RunAborted as exc:
                 self.reasons.append(str(exc))
             finally:
                 self.stop_event.set()
-                self.join_faults(threads)
+                with self.phase("heal"):
+                    self.join_faults(threads)
             if not self.reasons or all("died unexpectedly" in r for r in self.reasons):
-                self.drain_phase()
+                with self.phase("drain"):
+                    self.drain_phase()
         finally:
-            self.stop_all()
-        final = read_final_state(cell.redis(), cell.conn(), cell.streams, GROUP,
-                                 cell.strategy.ack.dlq, events)
-        self.orchestrator.close()
-        self.nemesis.close()
-        history = read_history(self.dir, run=self.index)
-        result = check_run(history, final, run=self.index, unknown_reasons=self.reasons, seed=self.seed)
+            with self.phase("stop"):
+                self.stop_all()
+        with self.phase("check"):
+            final = read_final_state(cell.redis, cell.conn(), cell.streams, GROUP,
+                                     cell.strategy.ack.dlq, events)
+            self.orchestrator.close()
+            self.nemesis.close()
+            history = read_history(self.dir, run=self.index)
+            result = check_run(history, final, run=self.index, unknown_reasons=self.reasons, seed=self.seed)
+        self.phases += fault_phases(history, self.index)
+        self.notes = [f"run {self.index}: {note}" for note in late_fault_notes(history, self.t0)]
         handled, work_s = _work_metrics(history)
         metrics = RunMetrics(self.index, self.seed, time.monotonic() - started, handled, work_s,
                              handled / work_s if work_s else None, str(self.dir))
@@ -391,13 +515,17 @@ class _Run:
             cell.trace(f"--- run {self.index} (seed {self.seed}): {result.verdict}")
             for line in trace_lines(history, origin=self.t0):
                 cell.trace(line)
+            cell.trace("phases: " + ", ".join(
+                f"{p.name} {(p.start - self.t0) * 1000:.0f}..{(p.end - self.t0) * 1000:.0f} ms"
+                for p in sorted(self.phases, key=lambda p: p.start)))
+            for note in self.notes:
+                cell.trace(f"note: {note}")
         return result, metrics
 
     def start_workload(self, events: list[Event], producer_plans: list[ProcessPlan], faults: list[Any],
                        threads: list[Any]) -> None:
         """Consumers (each until it blocks in XREADGROUP), gated producers, faults armed, then t0."""
         cell = self.cell
-        self.reset_state(events)
         self.orchestrator.op("info", "log", value={"run": self.index, "seed": self.seed,
                                                   "preset": cell.strategy.label()})
         blocked = 0
@@ -522,9 +650,8 @@ class _Run:
 def _acked_or_none(cell: _Cell) -> bool | None:
     """fully_acked on the current primary; None (not yet) while it does not answer (a failover)."""
     try:
-        return fully_acked(cell.redis(), cell.streams, GROUP)
+        return fully_acked(cell.redis.client(), cell.streams, GROUP)
     except (redis.ConnectionError, redis.TimeoutError):
-        cell._redis = None
         return None
 
 
@@ -571,7 +698,8 @@ def run_cell(cluster: Any, preset: str | Strategy, faults: Sequence[Any] = (), r
     adds `{role-or-process: {failpoint: {...}}}` to what the faults arm. `keep_runs`:
     `always`, `never`, or `failed` (keep the dirs of runs that are not valid).
     Besides the checker's fields, the result carries `run_root`, `run_dirs`, `metrics`
-    (RunMetrics per run), `wall_s`, `strategy`, `fault_errors` and `label`.
+    (RunMetrics per run), `wall_s`, `strategy`, `fault_errors`, `label`, `phases` (Phase of
+    every run) and `notes` (e.g. a fault that fired after the workload ended).
     """
     failpoints = dict(failpoints or {})
     _validate(time_scale, runs, failpoints)
@@ -584,12 +712,16 @@ def run_cell(cluster: Any, preset: str | Strategy, faults: Sequence[Any] = (), r
     _check_faults(cell, specs, strategy)
     started = time.monotonic()
     results, metrics, fault_errors = [], [], []
+    phases: list[Phase] = []
+    notes: list[str] = []
     try:
         for index in range(runs):
             run = _Run(cell, index, seed + index)
             result, m = run.execute()
             results.append(result)
             metrics.append(m)
+            phases += run.phases
+            notes += run.notes
             fault_errors += [f"run {index}: {e}" for e in run.fault_errors]
             if progress is not None:
                 progress(index + 1, runs, result)
@@ -601,7 +733,7 @@ def run_cell(cluster: Any, preset: str | Strategy, faults: Sequence[Any] = (), r
     summary.run_root, summary.metrics, summary.strategy = root, metrics, strategy
     summary.run_dirs = [Path(m.run_dir) for m in metrics]
     summary.wall_s, summary.fault_errors = time.monotonic() - started, fault_errors
-    summary.label = strategy.label()
+    summary.label, summary.phases, summary.notes = strategy.label(), phases, notes
     _tidy(summary, keep_runs)
     if fault_errors and raise_fault_errors:
         from faults.interface import FaultError

@@ -16,7 +16,6 @@ from chaos.expectations import assert_cell, expect
 from chaos.history import read_history
 from faults.interface import FaultError
 from faults.cells import Cell
-from faults.following import FollowingCluster
 
 
 @dataclass
@@ -42,7 +41,7 @@ def run(cell: Cell, cluster: Any, options: Any, *, runs: int | None = None) -> C
 
     count = runs or getattr(options, "runs", None) or cell.runs
     try:
-        result = run_cell(FollowingCluster(cluster), cell.preset, list(cell.faults), runs=count, seed=options.seed,
+        result = run_cell(cluster, cell.preset, list(cell.faults), runs=count, seed=options.seed,
                           time_scale=options.time_scale, parts=dict(cell.parts) or None, keep_runs="always")
     except FaultError as exc:
         cluster.rebuild(reason=f"fault did not heal: {exc}")  # the next test gets a sound topology

@@ -166,20 +166,3 @@ def wait_phase(ctx: LocalContext, phase: str, timeout_s: float) -> bool:
             return True
         time.sleep(0.002)
     return False
-
-
-def test_a_following_client_reaches_the_promoted_primary(cluster) -> None:
-    """The view suites hand to the orchestrator: one client object across the failover."""
-    from faults.following import FollowingCluster
-
-    view = FollowingCluster(cluster).direct_redis()
-    view.set("k", "before")
-    cluster.wait_replication()
-    old = str(cluster.primary)
-    ctx = LocalContext(cluster, seed=5)
-    thread = FaultThread(get_fault("promote-replica:after_entries=0,at_ms=0,hold=none,hold_ms=100,downtime_ms=300"), ctx).start()
-    assert wait_phase(ctx, "info", 5.0)      # the primary is being killed: no server answers
-    time.sleep(0.1)
-    assert view.get("k") == "before"         # retried until the promotion, then served by it
-    thread.join(30)
-    assert str(cluster.primary) != old and view.info("replication")["role"] == "master"

@@ -13,7 +13,7 @@ import psutil
 import pytest
 
 from chaos.errors import BadArguments
-from chaos.run import run_cell
+from chaos.run import PrimaryRedis, run_cell
 from chaos.workload.forkserver import fork_server
 
 
@@ -88,3 +88,51 @@ def test_a_kill_failpoint_is_expected_and_respawn_recovers(cluster):
 def test_bad_input_is_rejected_before_anything_starts(cluster, kwargs, words):
     with pytest.raises(BadArguments, match=words):
         run_cell(cluster, "s1", **kwargs)
+
+
+def test_the_orchestrators_redis_follows_a_failover(cluster):
+    """One PrimaryRedis across a promote-replica: while no node answers (between the kill and
+    the promotion) a call is retried, then served by the promoted replica."""
+    from faults import get_fault
+    from faults.local import FaultThread, LocalContext
+
+    primary = PrimaryRedis(cluster)
+    primary.set("k", "before")
+    cluster.wait_replication()
+    old = str(cluster.primary)
+    ctx = LocalContext(cluster, seed=5)
+    thread = FaultThread(get_fault("promote-replica:after_entries=0,at_ms=0,hold=none,hold_ms=100,downtime_ms=300"),
+                         ctx).start()
+    deadline = time.monotonic() + 5
+    while "info" not in ctx.phases("promote-replica") and time.monotonic() < deadline:
+        time.sleep(0.002)
+    assert "info" in ctx.phases("promote-replica")   # the primary is being killed: no node answers
+    time.sleep(0.1)
+    assert not cluster.failed_over
+    assert primary.get("k") == "before"               # retried until the promotion, then served by it
+    thread.join(30)
+    assert str(cluster.primary) != old and primary.info("replication")["role"] == "master"
+    primary.close()
+
+
+def test_phases_and_a_fault_that_fires_after_the_workload_ended(cluster):
+    """s1's two events are done long before a promote-replica that waits 3 s: the cell says so,
+    and each run records its phases in order, the fault's inside the run."""
+    cell = run_cell(cluster, "s1", ["promote-replica:at_ms=3000,hold_ms=100,downtime_ms=100"], runs=1,
+                    time_scale=0.25)
+    assert cell.notes and "promote-replica fired after the workload ended" in cell.notes[0], cell.notes
+    assert "raise the workload's size or fire earlier" in cell.notes[0]
+    order = [p.name for p in cell.phases if not p.name.startswith("fault:")]
+    assert order[:3] == ["reset", "arm", "workload"] and order[-2:] == ["stop", "check"], order
+    fault = next(p for p in cell.phases if p.name == "fault:promote-replica")
+    arm = next(p for p in cell.phases if p.name == "arm")
+    check = next(p for p in cell.phases if p.name == "check")
+    assert arm.end <= fault.start <= fault.end <= check.start
+    assert fault.end - fault.start >= 0.25 * (100 + 100) / 1000  # hold + downtime, scaled
+
+
+def test_a_fault_inside_the_workload_gets_no_note(cluster):
+    cell = run_cell(cluster, "s1", ["promote-replica:at_ms=0,hold_ms=300"], runs=1, time_scale=0.25,
+                    keep_runs="never")
+    assert cell.notes == [], cell.notes
+    assert any(p.name == "fault:promote-replica" for p in cell.phases)

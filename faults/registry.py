@@ -24,6 +24,7 @@ FAULTS: dict[str, str] = {
     "kill-dispatcher": "faults.kill_dispatcher:KillDispatcher",
     "nemesis": "faults.nemesis:Nemesis",
     "maxmemory": "faults.maxmemory:MaxMemory",
+    "replica-overflow": "faults.replica_overflow:ReplicaOverflow",
 }
 
 

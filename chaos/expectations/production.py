@@ -13,6 +13,15 @@ about a second, all of it after the cap):
 * for 1 s (shorter than the retries): every refused event gets through at a retry, after
   later versions of its key went out: the plain UPDATE ends wrong, CAS on the business
   version holds.
+
+`replica-overflow` (workload: 20 keys x 5 events, one every 6 ms, 10 ms of work each;
+once 40 events are in the stream the replica stalls while 8-9 MB of filler pass its
+256 KB output buffer limit, the primary drops it, it resumes behind a 256 KB/s link and
+300 ms later the primary is killed and the replica promoted): every write since the stall
+is missing on the new primary, so every run loses acknowledged events and redelivers
+processed ones (the group's cursor and acks were not replicated either); a plain UPDATE
+applies the copies again, CAS rejects them. Measured (2 runs, Redis 7.0): s1 lost 50+50,
+s5 35+18; `promote-replica` with its 500 ms hold on the same workload: s1 lost 75 in 2 runs.
 """
 from __future__ import annotations
 
@@ -25,6 +34,8 @@ OOM_LONG = "maxmemory:after_entries=10"                    # duration_ms=2000 (d
 OOM_SHORT = "maxmemory:after_entries=10,duration_ms=1000"
 OUTBOX = "p1-per-key:fail_event="                          # the per-key relay without its injected failure
 RUN_COUNT = 2
+OVERFLOW_WORKLOAD = "many-orders:keys=20,events=5,gap_ms=6,cost_ms=10"
+OVERFLOW = "replica-overflow:after_entries=40,at_ms=0"
 
 CELLS: list[Cell] = [
     Cell("s1", (OOM_LONG,), RUN_COUNT,
@@ -50,4 +61,16 @@ CELLS: list[Cell] = [
          parts={"workload": WORKLOAD},
          note="same: CAS on the business version rejects the late older versions"),
 ]
+
+OVERFLOW_CELLS: list[Cell] = [
+    Cell("s1", (OVERFLOW,), RUN_COUNT,
+         dict(lost=ge(RUNS), redelivered=ge(RUNS), duplicated=ge(RUNS)),
+         parts={"workload": OVERFLOW_WORKLOAD},
+         note="failover while the dropped replica resyncs: writes since the stall lost, processed entries back"),
+    Cell("s5", (OVERFLOW,), RUN_COUNT,
+         dict(lost=ge(RUNS), redelivered=ge(RUNS), duplicated=eq(0), reordered=eq(0)),
+         parts={"workload": OVERFLOW_WORKLOAD},
+         note="same loss; CAS rejects the redelivered copies and the retried older versions"),
+]
+CELLS += OVERFLOW_CELLS
 ROWS = rows(CELLS)

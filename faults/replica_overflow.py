@@ -1,0 +1,168 @@
+"""replica-overflow: a replica falls behind under a burst, loses its link, and the failover
+comes while it resyncs.
+
+Redis closes a replica's connection when its output buffer passes `client-output-buffer-
+limit replica <hard>` (production configs shrink it to protect the primary's memory). A
+replica that stalls for a moment (a slow disk, a VM pause) while a burst is written then
+loses its link; it reconnects and resyncs (partial from the backlog, or a full sync), and
+until that finishes it is behind by everything written since the stall, while the stream
+keeps growing. A failover in that window promotes a replica that never had those writes.
+
+The fault, on the primary and its replica: set the limit to `limit_kb`; SIGSTOP the
+replica (it stops reading, so the buffer fills); write `burst_kb` of filler (SETs of
+64 KB values on `chaos:burst:*`, keys the workload never reads) until the primary drops
+the replica; put a `bandwidth` toxic of `resync_kbps` on the replication link (a resync
+of production size takes minutes, not the milliseconds of loopback); SIGCONT the replica;
+`resync_ms` later SIGKILL the primary and promote the replica (as `promote-replica`).
+"""
+from __future__ import annotations
+
+import os
+import signal
+import time
+from typing import Any
+
+from chaos.errors import BadArguments
+from faults.base import Fault, FaultContext, FaultError, Param, ToxicSet, raise_if, wait_for_entries
+from faults.promote_replica import confirm_replicating, replication_offsets
+
+BURST_VALUE_KB = 64
+BURST_KEYS = 16            # filler cycles over these keys: the primary's memory stays ~1 MB
+
+
+def replica_state(cluster: Any) -> dict[str, Any]:
+    """The replica's view of its link (None values when it does not answer)."""
+    try:
+        info = cluster.direct_redis("replica").info("replication")
+    except Exception as exc:  # noqa: BLE001 - a replica loading a snapshot answers LOADING
+        return {"link": None, "error": f"{type(exc).__name__}: {exc}"}
+    return {"link": info.get("master_link_status"), "sync_in_progress": info.get("master_sync_in_progress"),
+            "offset": info.get("slave_repl_offset")}
+
+
+class ReplicaOverflow(Fault):
+    name = "replica-overflow"
+    description = ("stall the replica during a burst until its output buffer limit drops its link, "
+                   "then fail over while it resyncs over a slow link")
+    params = (
+        Param("after_entries", 1, "wait until the workload's streams hold this many entries (its progress, "
+              "not the clock)", kind=int, minimum=0),
+        Param("at_ms", 300, "then wait this long before the stall"),
+        Param("limit_kb", 256, "client-output-buffer-limit replica: the hard limit (KB)", kind=int, minimum=16),
+        Param("burst_kb", 32768, "at most this much filler is written while the replica is stalled (KB)",
+              kind=int, minimum=64),
+        Param("resync_kbps", 256, "bandwidth of the replication link during the resync (KB/s)", kind=int,
+              minimum=1),
+        Param("resync_ms", 300, "from the replica's SIGCONT to the SIGKILL of the primary: the failover "
+              "comes this far into the resync"),
+        Param("downtime_ms", 100, "between the kill and the promotion; clients see errors"),
+        Param("wait_ms", 30000, "how long to wait for after_entries (unscaled)"),
+    )
+
+    def validate(self) -> None:
+        if self.burst_kb <= self.limit_kb:
+            raise BadArguments(f"fault {self.name!r}: burst_kb={self.burst_kb} cannot overflow a limit of "
+                               f"limit_kb={self.limit_kb}: give burst_kb well above it, e.g. "
+                               f"burst_kb={max(32768, self.limit_kb * 64)}")
+
+    def arm(self, ctx: FaultContext) -> None:
+        self.armed_for = id(ctx)
+        self.toxics = ToxicSet(ctx.cluster.api)
+        self.stopped_pid: int | None = None
+        self.killed = self.promoted = False
+        self.saved_limit: str | None = None
+        self.report: dict[str, Any] = {"sync_wait_s": round(confirm_replicating(ctx.cluster), 4)}
+
+    def run(self, ctx: FaultContext) -> None:
+        if getattr(self, "armed_for", None) != id(ctx):
+            self.arm(ctx)
+        cluster = ctx.cluster
+        link = cluster.links.get("replication")
+        if link is None:
+            raise FaultError(f"{self.name} needs the 'replication' proxy; this topology has {sorted(cluster.links)}")
+        if self.after_entries:
+            wait_for_entries(ctx, self.after_entries, self.wait_ms / 1000, self.name)
+        ctx.sleep(self.at_ms)
+        primary = cluster.direct_redis("primary")
+        self.saved_limit = primary.config_get("client-output-buffer-limit")["client-output-buffer-limit"]
+        limit = self.limit_kb * 1024
+        primary.config_set("client-output-buffer-limit", f"replica {limit} {limit // 2} 1")
+        pid = cluster.redis_pid("replica")
+        if pid is None:
+            raise FaultError(f"{self.name}: the replica has no process to stall on this backend")
+        before = replication_offsets(cluster)
+        stalled_at = time.monotonic()
+        os.kill(pid, signal.SIGSTOP)
+        self.stopped_pid = pid
+        ctx.record("start", name=self.name, spec=self.spec, step="stall", offsets=before)
+        written = self._burst(primary)
+        dropped_after_s = time.monotonic() - stalled_at
+        scale = max(ctx.scale(1000), 1e-3)   # seconds per second: a longer time scale, a slower link
+        self.toxics.add(link, "bandwidth", stream="downstream", name="chaos-slow-resync",
+                        rate=max(1, round(self.resync_kbps / scale)))
+        os.kill(pid, signal.SIGCONT)
+        self.stopped_pid = None
+        ctx.record("info", name=self.name, step="link-lost", burst_kb=written // 1024,
+                   stalled_s=round(dropped_after_s, 4), offsets=replication_offsets(cluster))
+        ctx.sleep(self.resync_ms)
+        at_kill = replication_offsets(cluster)
+        state = replica_state(cluster)
+        old_primary = str(cluster.primary)
+        ctx.record("info", name=self.name, step="kill", primary=old_primary, offsets=at_kill, replica=state)
+        cluster.kill_primary()
+        self.killed = True
+        self.toxics.disable(link)            # what the slow link still holds dies with the primary
+        ctx.sleep(self.downtime_ms)
+        raise_if(self.toxics.remove_all(), self.name)
+        cluster.promote_replica()
+        self.promoted = True
+        self.report.update({
+            "burst_kb": written // 1024, "link_lost_after_s": round(dropped_after_s, 4),
+            "replica_at_kill": state,
+            "unreplicated_bytes": (at_kill["primary"] or 0) - (at_kill["replica"] or 0),
+            "old_primary": old_primary, "new_primary": str(cluster.primary),
+            "failed_over": bool(getattr(cluster, "failed_over", True)),
+        })
+        ctx.record("stop", name=self.name, step="promote", **self.report)
+
+    def _burst(self, primary: Any) -> int:
+        """Write filler until the primary has dropped the replica; return the bytes written."""
+        value = "x" * (BURST_VALUE_KB * 1024)
+        written, n = 0, 0
+        while written < self.burst_kb * 1024:
+            pipe = primary.pipeline(transaction=False)
+            for _ in range(4):
+                pipe.set(f"chaos:burst:{n % BURST_KEYS}", value)
+                n += 1
+            pipe.execute()
+            written += 4 * len(value)
+            if not primary.info("replication").get("connected_slaves"):
+                return written
+        raise FaultError(f"{self.name}: {written // 1024} KB written and the primary still holds its replica: "
+                         f"its output buffer never passed limit_kb={self.limit_kb}; raise burst_kb or lower limit_kb")
+
+    def heal(self, ctx: FaultContext) -> None:
+        """SIGCONT a replica still stopped, lift the slow link, restore the limit on a primary still
+        alive, and promote the replica if the primary was killed but not yet replaced."""
+        if getattr(self, "armed_for", None) != id(ctx):
+            return
+        errors = []
+        if self.stopped_pid is not None:
+            try:
+                os.kill(self.stopped_pid, signal.SIGCONT)
+                self.stopped_pid = None
+            except Exception as exc:  # noqa: BLE001
+                errors.append(f"SIGCONT replica: {exc}")
+        errors += self.toxics.remove_all()
+        if self.killed and not self.promoted:
+            try:
+                ctx.cluster.promote_replica()
+                self.promoted = True
+            except Exception as exc:  # noqa: BLE001
+                errors.append(f"promote replica: {exc}")
+        elif not self.killed and self.saved_limit is not None:
+            try:
+                ctx.cluster.direct_redis("primary").config_set("client-output-buffer-limit", self.saved_limit)
+            except Exception as exc:  # noqa: BLE001
+                errors.append(f"restore client-output-buffer-limit: {exc}")
+        raise_if(errors, self.name)

@@ -1,0 +1,31 @@
+"""A replica dropped by its output buffer limit under a burst, with a failover while it resyncs.
+
+Cells and their reasoning: chaos/expectations/production.py. Every run must really have
+lost the replica's link to the limit, failed over, and promoted a replica that was behind.
+"""
+from __future__ import annotations
+
+import pytest
+
+from chaos.expectations.production import OVERFLOW_CELLS
+from faults import suite
+
+
+def steps(outcome: suite.CellRun, run: int) -> dict[str, dict]:
+    return {v.get("step"): v for v in outcome.fault_ops(run, "replica-overflow")}
+
+
+@pytest.mark.parametrize("cell", OVERFLOW_CELLS, ids=[c.test_id for c in OVERFLOW_CELLS])
+def test_replica_overflow_cell(cell, cluster, chaos_options) -> None:
+    outcome = suite.run(cell, cluster, chaos_options)
+    runs = [steps(outcome, run) for run in range(len(outcome.histories))]
+    behind = [r.get("promote", {}).get("unreplicated_bytes") for r in runs]
+    per_run = [(r.counts.lost, r.counts.redelivered) for r in outcome.result.runs]
+    figures = f"{outcome.figures()}; per run (lost, redelivered): {per_run}; unreplicated bytes at the kill: {behind}"
+    for run, seen in enumerate(runs):
+        assert "link-lost" in seen, f"run {run}: the limit never dropped the replica: {seen}"
+        assert seen.get("promote", {}).get("failed_over"), f"NO FAILOVER in run {run}: {seen}"
+    assert all(b and b > 0 for b in behind), f"a promoted replica was not behind: {figures}"
+    print(f"{cell.test_id}: {figures}")
+    suite.check(outcome)
+    suite.discard(outcome, chaos_options)

@@ -19,7 +19,10 @@ from typing import Any
 
 import redis
 
-from faults.base import FaultContext, FaultError, Param, WindowFault, wait_for_entries
+from chaos.params import Param
+from faults.helpers import wait_for_entries
+from faults.interface import FaultContext, FaultError
+from faults.window import WindowFault
 
 PROBE_KEY = "chaos:maxmemory-probe"
 

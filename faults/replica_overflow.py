@@ -23,7 +23,9 @@ import time
 from typing import Any
 
 from chaos.errors import BadArguments
-from faults.base import Fault, FaultContext, FaultError, Param, ToxicSet, raise_if, wait_for_entries
+from chaos.params import Param
+from faults.helpers import ToxicSet, raise_if, wait_for_entries
+from faults.interface import Fault, FaultContext, FaultError
 from faults.promote_replica import confirm_replicating, replication_offsets
 
 BURST_VALUE_KB = 64

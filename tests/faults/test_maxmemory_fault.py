@@ -13,9 +13,9 @@ from faults.local import FaultThread, LocalContext
 
 @pytest.mark.parametrize("spec, message", [
     ("maxmemory:headroom=1", "no parameter headroom"),
-    ("maxmemory:duration_ms=0", "must be >= 1"),
+    ("maxmemory:duration_ms=0", "give duration_ms >= 1"),
     ("maxmemory:headroom_kb=lots", "not a valid int"),
-    ("maxmemory:after_entries=-1", "must be >= 0"),
+    ("maxmemory:after_entries=-1", "give after_entries >= 0"),
 ])
 def test_bad_parameters_are_refused_with_the_fix(spec, message) -> None:
     with pytest.raises(BadArguments, match=message):

@@ -11,8 +11,8 @@ from faults.local import FaultThread, LocalContext
 
 @pytest.mark.parametrize("spec, message", [
     ("replica-overflow:limit_kb=1024,burst_kb=512", "cannot overflow a limit"),
-    ("replica-overflow:limit_kb=8", "must be >= 16"),
-    ("replica-overflow:resync_kbps=0", "must be >= 1"),
+    ("replica-overflow:limit_kb=8", "give limit_kb >= 16"),
+    ("replica-overflow:resync_kbps=0", "give resync_kbps >= 1"),
     ("replica-overflow:stall_ms=100", "no parameter stall_ms"),
 ])
 def test_bad_parameters_are_refused_with_the_fix(spec, message) -> None:

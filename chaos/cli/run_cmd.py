@@ -53,6 +53,8 @@ def reproduce_command(preset: str, faults: list[str], parts: dict[str, str], run
     argv += ["--runs", str(runs), "--seed", str(seed), "--time-scale", f"{time_scale:g}"]
     if backend:
         argv += ["--backend", backend]
+    if os.environ.get("CHAOS_SERVER"):      # set by --server: the replay runs the same server
+        argv += ["--server", os.environ["CHAOS_SERVER"]]
     return " ".join(shlex.quote(a) for a in argv)
 
 

@@ -60,6 +60,14 @@ def test_cli_refuses_an_unknown_server_before_starting_anything():
         assert "unknown server" in out.stderr and "redis, valkey" in out.stderr
 
 
+def test_the_replay_command_runs_the_same_server(monkeypatch):
+    from chaos.cli.run_cmd import reproduce_command
+    monkeypatch.setenv(ENV, "valkey")
+    assert reproduce_command("s1", ["kill-consumer"], {}, 1, 7, 1.0).endswith("--server valkey")
+    monkeypatch.delenv(ENV)
+    assert "--server" not in reproduce_command("s1", ["kill-consumer"], {}, 1, 7, 1.0)
+
+
 def test_pytest_option_refuses_an_unknown_server(tmp_path):
     out = subprocess.run([sys.executable, "-m", "pytest", "--chaos-server", "keydb", "--co", "-q",
                           "-p", "no:cacheprovider", str(Path(__file__))], cwd=ROOT, capture_output=True,

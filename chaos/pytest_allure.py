@@ -63,6 +63,32 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 # ---------------------------------------------------------------------------------------------
+# the report's tree: area > preset > fault for cells (report_cell), test dir > module otherwise
+# ---------------------------------------------------------------------------------------------
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Any:
+    try:
+        return (yield)
+    finally:
+        if results_dir(item.config) is not None:
+            tree_labels(item)
+
+
+def tree_labels(item: pytest.Item) -> None:
+    """A test that reported no cell gets epic = its directory (two levels, `tests/checker`) and
+    feature = its module, so it sits in the tree beside the areas instead of at its root."""
+    from chaos.report.allure_cell import _reporter
+    reporter = _reporter()
+    test = reporter.get_test(None) if reporter is not None else None
+    if test is None or any(label.name == "epic" for label in test.labels):
+        return
+    import allure
+    path = Path(item.nodeid.split("::")[0])
+    allure.dynamic.epic("/".join(path.parent.parts[:2]) or Path(str(item.config.rootpath)).name)
+    allure.dynamic.feature(path.name)
+
+
+# ---------------------------------------------------------------------------------------------
 # what the topology runs (recorded where the cluster lives: in the worker)
 # ---------------------------------------------------------------------------------------------
 @pytest.hookimpl(wrapper=True)

@@ -129,21 +129,40 @@ def report_cell(result: CellResult, *, area: str, preset: str, fault: str, parts
     allure.dynamic.story("+".join(f.partition(":")[0] for f in _fault_specs(fault)) or "none")
     allure.dynamic.severity(allure.severity_level(severity(result)))
     allure.dynamic.tag(area, result.verdict)
-    allure.dynamic.parameter("preset", preset)
-    allure.dynamic.parameter("fault", fault or "none")
-    for slot, spec in parts.items():
-        allure.dynamic.parameter(f"part {slot}", spec)
-    allure.dynamic.parameter("runs", runs)
-    allure.dynamic.parameter("time scale", time_scale)
-    allure.dynamic.parameter("seed", seed, excluded=True)  # a new seed continues the same history
+    shown = {"preset": preset, "fault": fault or "none", **{f"part {slot}": spec for slot, spec in parts.items()},
+             "runs": runs, "time scale": time_scale}
+    _hide_other_parameters(set(shown) | {"seed"})
+    for name, value in shown.items():
+        allure.dynamic.parameter(name, _Plain(value))
+    allure.dynamic.parameter("seed", _Plain(seed), excluded=True)  # a new seed continues the same history
 
     obj = cell_object(result, preset=preset, fault=fault, parts=parts, runs=runs, seed=seed,
                       time_scale=time_scale, expected=expected, area=area)
     allure.dynamic.description(_description(obj))
-    _phase_steps(result)
+    _phase_steps(result, as_expected=expected is not None and bool(obj.get("matches_expectation")))
     allure.attach(json.dumps(obj, indent=2, default=str), name="cell.json",
                   attachment_type=allure.attachment_type.JSON)
     _attach_runs(result, histories)
+
+
+class _Plain:
+    """A parameter value shown as is (allure-pytest quotes strings: `'s1'`)."""
+
+    def __init__(self, value: Any) -> None:
+        self.text = str(value)
+
+    def __repr__(self) -> str:
+        return self.text
+
+
+def _hide_other_parameters(ours: set[str]) -> None:
+    """The test's own pytest parameters (a Cell's dataclass repr) stay in the history id but
+    are hidden: the readable ones above say the same."""
+    reporter = _reporter()
+    test = reporter.get_test(None) if reporter is not None and hasattr(reporter, "get_test") else None
+    for parameter in getattr(test, "parameters", None) or []:
+        if parameter.name not in ours and not parameter.excluded:
+            parameter.mode = "hidden"
 
 
 def _description(obj: dict) -> str:
@@ -156,7 +175,9 @@ def _description(obj: dict) -> str:
     lines = [f"**{obj.get('verdict')}** over {obj.get('runs')} runs, {match}.", "", figures + "."]
     if isinstance(expected, dict):
         bounds = ", ".join(f"{k} {v}" for k, v in expected.items() if k != "note")
-        lines += ["", f"Expected: {bounds}." + (f" {expected['note']}" if expected.get("note") else "")]
+        lines += ["", f"Expected: {bounds}."]
+        if expected.get("note"):
+            lines += ["", f"Why: {expected['note']}"]
     for text in obj.get("mismatches") or []:
         lines.append(f"* {text}")
     for note in obj.get("notes") or []:
@@ -178,9 +199,11 @@ def _reporter() -> Any:
     return None
 
 
-def _phase_steps(result: CellResult) -> None:
-    """One step per run (its status is the run's verdict), one nested step per phase, with the
-    times the orchestrator recorded (monotonic clock, shifted to wall-clock milliseconds)."""
+def _phase_steps(result: CellResult, as_expected: bool) -> None:
+    """One step per run, one nested step per phase, with the times the orchestrator recorded
+    (monotonic clock, shifted to wall-clock milliseconds). A run's step is red (invalid) or
+    yellow (unknown) only when the cell left its expectation: a known-broken strategy that
+    broke as its row says is green, its verdict is in the step's name."""
     reporter = _reporter()
     if reporter is None:
         return
@@ -207,7 +230,8 @@ def _phase_steps(result: CellResult) -> None:
             reporter.start_step(run_uuid, step_uuid, TestStepResult(
                 name=f"{phase.name} ({phase.end - phase.start:.2f} s)", start=ms(phase.start)))
             reporter.stop_step(step_uuid, stop=ms(phase.end), status="passed")
-        reporter.stop_step(run_uuid, stop=ms(stop), status=STEP_STATUS.get(run.verdict, "broken"))
+        status = "passed" if as_expected else STEP_STATUS.get(run.verdict, "broken")
+        reporter.stop_step(run_uuid, stop=ms(stop), status=status)
 
 
 def _attach_runs(result: CellResult, histories: list[list[dict]] | None) -> None:

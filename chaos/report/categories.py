@@ -45,9 +45,15 @@ CATEGORIES: list[dict] = [
 REPORT_NAME = "Chaos: ordered job processing under faults"
 
 
+# The Allure 3 report's tree: area > preset > fault (the labels report_cell sets).
+TREE = ["epic", "feature", "story"]
+
+
 def allure3_config() -> dict:
-    """The Allure 3 config (`allurerc.json`): report name and the same categories."""
-    return {"name": REPORT_NAME, "categories": CATEGORIES}
+    """The Allure 3 config (`allurerc.json`): report name, the same categories, and the
+    default report (awesome) with its tree grouped by area, preset and fault."""
+    return {"name": REPORT_NAME, "categories": CATEGORIES,
+            "plugins": {"awesome": {"options": {"reportName": REPORT_NAME, "groupBy": TREE}}}}
 
 
 def categories_json() -> str:

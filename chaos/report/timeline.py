@@ -48,6 +48,7 @@ class Timeline:
     labels: list[tuple[int, float, str]] = field(default_factory=list)
     marks: dict[str, list[tuple[int, float]]] = field(default_factory=lambda: defaultdict(list))
     faults: list[tuple[str, float, float]] = field(default_factory=list)  # name, start ms, stop ms
+    skipped_ms: float = 0.0  # start-up before the first drawn op (process spawns), left out
     completions: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))  # f -> ok times
 
     def rates(self, bins: int = RATE_BINS) -> tuple[list[float], dict[str, list[float]]]:
@@ -76,11 +77,15 @@ def build_timeline(history: list[dict]) -> Timeline:
     """Pair invokes with completions, collect markers and fault windows."""
     if not history:
         raise ValueError("cannot plot an empty history; did the run start any process?")
+    first = min(op["time"] for op in history)
+    drawn = [op for op in history if op["f"] != "log"]  # log ops (spawned, exited, phases) draw nothing
+    history = drawn or history
     origin = min(op["time"] for op in history)
     end_ms = (max(op["time"] for op in history) - origin) * 1000
-    lanes = sorted({op["process"] for op in history}, key=_lane_rank)
+    # a process whose only ops are fault windows (the nemesis) gets no lane: the bands say it
+    lanes = sorted({op["process"] for op in history if op["f"] != "fault"}, key=_lane_rank)
     lane_of = {p: i for i, p in enumerate(lanes)}
-    tl = Timeline(origin, end_ms, lanes)
+    tl = Timeline(origin, end_ms, lanes, skipped_ms=(origin - first) * 1000)
     open_spans: dict[tuple, list[dict]] = defaultdict(list)
     open_faults: dict[str, float] = {}
     applies = [op for op in history if op["f"] == "apply"]
@@ -88,7 +93,7 @@ def build_timeline(history: list[dict]) -> Timeline:
     with_key = len({op.get("key") for op in applies}) > 1  # "42:v2" once several keys share a lane
     for op in history:
         f, kind, t = op["f"], op["type"], (op["time"] - origin) * 1000
-        lane = lane_of[op["process"]]
+        lane = lane_of.get(op["process"], -1)
         if kind == "ok" and f in RATE_FS:
             tl.completions[f].append(t)
         if f == "fault":
@@ -135,6 +140,8 @@ def plot_timeline(history: list[dict], title: str = "", width_in: float = 12.0) 
     _draw(ax, tl)
     _draw_rates(rate_ax, tl)
     ax.set_title(title or "run timeline", fontsize=10)
+    if tl.skipped_ms >= 1:
+        rate_ax.set_xlabel(f"ms since the first worker op ({tl.skipped_ms / 1000:.1f} s of start-up before it)")
     fig.tight_layout()
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png")

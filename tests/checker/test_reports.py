@@ -40,7 +40,7 @@ def baseline_history() -> History:
 class TestTimeline:
     def test_lanes_spans_markers_and_fault_windows(self):
         tl = build_timeline(baseline_history().ops)
-        assert tl.lanes == ["P-order", "C1", "C2", "nemesis"]
+        assert tl.lanes == ["P-order", "C1", "C2"]  # the nemesis shows as shaded windows
         assert [name for name, _, _ in tl.faults] == ["latency", "pause"]
         pause = tl.faults[1]
         assert pause[2] == pytest.approx(tl.end_ms)  # never healed: shaded to the end
@@ -63,6 +63,15 @@ class TestTimeline:
         tl = build_timeline(big.ops)
         assert tl.labels == []  # too many applies to label
         assert plot_timeline(big.ops).startswith(b"\x89PNG")
+
+    def test_start_up_before_the_first_worker_op_is_left_out(self):
+        ops = baseline_history().ops
+        spawned = {"time": ops[0]["time"] - 7.5, "process": "orchestrator", "type": "info", "f": "log",
+                   "value": {"spawned": "C1"}}
+        tl = build_timeline([spawned, *ops])
+        assert "orchestrator" not in tl.lanes and tl.skipped_ms == pytest.approx(7500)
+        assert tl.end_ms == pytest.approx(build_timeline(ops).end_ms)
+        assert plot_timeline([spawned, *ops]).startswith(b"\x89PNG")
 
     def test_empty_history_is_refused(self):
         with pytest.raises(ValueError, match="empty history"):

@@ -63,7 +63,10 @@ INNER = textwrap.dedent('''
         cell.run_dirs, cell.phases, cell.notes = dirs, phases, ["latency fired after the workload ended"]
         return cell
 
-    def test_failover_cell(tmp_path):
+    import pytest
+
+    @pytest.mark.parametrize("case", [{"preset": "s1", "bounds": {"lost": 0}}])
+    def test_failover_cell(tmp_path, case):
         cell = make_cell(tmp_path)
         report_cell(cell, area="ordering", preset="s1:paid_at_ms=300", fault="latency:latency_ms=5",
                     parts={"workload": "many-orders:keys=2"}, runs=2, seed=100, time_scale=0.5,
@@ -89,13 +92,14 @@ def test_labels_parameters_steps_and_attachments(tmp_path):
     labels = {(lab["name"], lab["value"]) for lab in result["labels"]}
     assert {("epic", "ordering"), ("feature", "s1"), ("story", "latency"), ("severity", "critical")} <= labels
     params = {p["name"]: p for p in result["parameters"]}
-    assert params["preset"]["value"] == "'s1:paid_at_ms=300'"
-    assert params["part workload"]["value"] == "'many-orders:keys=2'"
+    assert params["preset"]["value"] == "s1:paid_at_ms=300"
+    assert params["part workload"]["value"] == "many-orders:keys=2"
+    assert params["case"]["mode"] == "hidden"  # the test's own pytest parameter
     assert params["seed"].get("excluded") is True and not params["runs"].get("excluded")
     assert result["name"] == "s1:paid_at_ms=300 x latency:latency_ms=5 [workload=many-orders:keys=2]"
 
     runs = result["steps"]
-    assert [s["status"] for s in runs] == ["passed", "failed"]
+    assert [s["status"] for s in runs] == ["passed", "failed"]  # the cell left its expectation
     assert runs[1]["name"].startswith("run 1 (seed 101): invalid")
     phases = [s["name"] for s in runs[0]["steps"]]
     assert phases[:3] == ["reset (0.10 s)", "arm (0.05 s)", "workload (1.00 s)"] and "fault:latency (0.80 s)" in phases

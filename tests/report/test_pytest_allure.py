@@ -47,6 +47,19 @@ def test_environment_and_categories_from_an_xdist_session_with_a_cluster(tmp_pat
     assert list(results.glob("*-result.json"))  # the results themselves were written
 
 
+def test_a_test_without_a_cell_is_filed_under_its_directory_and_module(tmp_path):
+    results = tmp_path / "results"
+    (tmp_path / "tests" / "unit").mkdir(parents=True)
+    (tmp_path / "tests" / "unit" / "test_plain.py").write_text("def test_plain():\n    assert False\n")
+    proc = pytest_run(tmp_path, "def test_top():\n    pass\n", f"--alluredir={results}", "tests/unit")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    found = {r["name"]: r for r in (json.loads(p.read_text()) for p in results.glob("*-result.json"))}
+    labels = {(lab["name"], lab["value"]) for lab in found["test_plain"]["labels"]}
+    assert {("epic", "tests/unit"), ("feature", "test_plain.py")} <= labels and found["test_plain"]["status"] == "failed"
+    labels = {(lab["name"], lab["value"]) for lab in found["test_top"]["labels"]}
+    assert ("epic", tmp_path.name) in labels
+
+
 def test_results_from_an_earlier_session_are_pointed_out(tmp_path):
     results = tmp_path / "results"
     body = "def test_nothing():\n    pass\n"

@@ -1,0 +1,225 @@
+"""What a team sees, checked as a person would: a real pytest session with a failover cell and
+a cell whose expectation is wrong, its Allure 3 report generated offline, and the matrix
+page, each opened in headless Chromium.
+
+The checks read the generated report's data files (what the page renders), not pixels; the
+screenshots are kept under reports/screenshots/ to be looked at. Needs Debian's `chromium`
+and Allure 3 from npm (`npx -y allure@3.18.0 --version` caches it; or set CHAOS_ALLURE to
+an `allure` command); skipped, saying which is missing, otherwise.
+"""
+from __future__ import annotations
+
+import contextlib
+import functools
+import http.server
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import textwrap
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+SHOTS = REPO / "reports" / "screenshots"
+ALLURE_VERSION = "3.18.0"
+
+
+def allure_command() -> list[str] | None:
+    """CHAOS_ALLURE, else an `allure` 3 on PATH, else npx's cached allure@3.18.0 (no download)."""
+    if os.environ.get("CHAOS_ALLURE"):
+        return shlex.split(os.environ["CHAOS_ALLURE"])
+    candidates = []
+    if shutil.which("allure"):
+        candidates.append(["allure"])
+    if shutil.which("npx"):
+        candidates.append(["npx", "--no-install", f"allure@{ALLURE_VERSION}"])
+    for command in candidates:
+        try:
+            out = subprocess.run([*command, "--version"], capture_output=True, text=True, timeout=120)
+        except (OSError, subprocess.TimeoutExpired):
+            continue
+        if out.returncode == 0 and out.stdout.strip().startswith("3."):
+            return command
+    return None
+
+
+def chromium() -> str | None:
+    return shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+@pytest.fixture(scope="module")
+def tools() -> tuple[list[str], str]:
+    browser, allure = chromium(), allure_command()
+    if browser is None:
+        pytest.skip("Chromium is missing: apt-get install -y chromium")
+    if allure is None:
+        pytest.skip(f"Allure 3 is missing: run `npx -y allure@{ALLURE_VERSION} --version` once (caches it), "
+                    "or set CHAOS_ALLURE to an allure 3 command")
+    return allure, browser
+
+
+@contextlib.contextmanager
+def serve(directory: Path) -> Iterator[str]:
+    """The report over HTTP on 127.0.0.1 (Allure 3 fetches its data files; file:// cannot)."""
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(directory))
+    handler.log_message = lambda *a, **k: None
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=10)
+
+
+def screenshot(browser: str, url: str, name: str, size: str = "1400,1000") -> Path:
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    path = SHOTS / name
+    path.unlink(missing_ok=True)
+    subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+                    "--virtual-time-budget=10000", f"--window-size={size}", f"--screenshot={path}", url],
+                   capture_output=True, timeout=120, check=False)
+    assert path.exists() and path.read_bytes().startswith(b"\x89PNG"), f"no screenshot of {url}"
+    return path
+
+
+# The inner session: a failover cell (s5 under promote-replica, the failover area's own row)
+# and a cell judged by a deliberately wrong expectation (baseline reorders; the test says it must not).
+INNER = textwrap.dedent('''
+    from chaos.expectations import assert_cell, expect
+    from chaos.expectations.table import Expectation
+    from chaos.report import report_cell
+    from chaos.run import run_cell
+
+    try:  # until the orchestrator follows a failover by itself
+        from faults.following import FollowingCluster
+    except ImportError:
+        FollowingCluster = lambda cluster: cluster
+
+    def run_and_report(cluster, options, area, preset, faults, parts, runs, expected):
+        result = run_cell(FollowingCluster(cluster), preset, faults, runs=runs, seed=options.seed,
+                          time_scale=options.time_scale, parts=parts or None, keep_runs="always")
+        fault = "+".join(faults) or "none"
+        report_cell(result, area=area, preset=preset, fault=fault, parts=parts, runs=runs, seed=options.seed,
+                    time_scale=options.time_scale, expected=expected)
+        assert_cell(result, expected, preset=preset, fault=fault)
+
+    def test_failover_cell(cluster, chaos_options):
+        from chaos.expectations.failover import FAULT, WORKLOAD
+        parts = {"workload": WORKLOAD}
+        run_and_report(cluster, chaos_options, "failover", "s5", [FAULT], parts, 1,
+                       expect("s5", [FAULT], parts))
+
+    def test_a_plain_unit_test():
+        assert Expectation.of(lost=0).bounds
+
+    def test_wrong_expectation(cluster, chaos_options):
+        run_and_report(cluster, chaos_options, "ordering", "baseline", [], {}, 1,
+                       Expectation.of(wrong_final_state_runs=0, note="deliberately wrong: baseline reorders"))
+''')
+
+
+@pytest.fixture(scope="module")
+def report(tools, tmp_path_factory) -> dict:
+    """Run the inner session, generate the Allure 3 report; the report's data files by test name."""
+    allure, _ = tools
+    work = tmp_path_factory.mktemp("browser-check")
+    results, out = work / "allure-results", work / "allure-report"
+    (work / "test_team_cells.py").write_text(INNER)
+    env = {**os.environ, "PYTHONPATH": f"{REPO}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly",
+                           f"--alluredir={results}", "--chaos-seed=11", "test_team_cells.py"],
+                          cwd=work, env=env, capture_output=True, text=True, timeout=600)
+    assert "1 failed, 2 passed" in proc.stdout, proc.stdout[-3000:] + proc.stderr[-3000:]
+    gen = subprocess.run([*allure, "generate", "--config", str(REPO / "reports" / "allurerc.json"), "-o", str(out),
+                          str(results)], capture_output=True, text=True, timeout=300, cwd=work)
+    assert gen.returncode == 0, gen.stdout + gen.stderr
+    tests = {}
+    for path in (out / "data" / "test-results").glob("*.json"):
+        data = json.loads(path.read_text())
+        tests[data["fullName"].rpartition("#")[2].rpartition(".")[2]] = data
+    return {"dir": out, "tests": tests, "results": results}
+
+
+def _attachments(node: dict) -> list[dict]:
+    """Every attachment link in a test result or step, nested steps included."""
+    found = [a["link"] for a in node.get("attachments") or [] if "link" in a]
+    for step in node.get("steps") or []:
+        if step.get("type") == "attachment" and "link" in step:
+            found.append(step["link"])
+        found += _attachments(step)
+    return found
+
+
+def test_failover_cell_shows_labels_steps_cell_json_and_timeline(report, tools):
+    test = report["tests"]["test_failover_cell"]
+    labels = {(lab["name"], lab["value"]) for lab in test["labels"]}
+    assert {("epic", "failover"), ("feature", "s5"), ("story", "promote-replica")} <= labels
+    assert any(name == "severity" for name, _ in labels)
+    params = {p["name"]: p for p in test["parameters"]}
+    assert params["preset"]["value"] == "s5" and params["fault"]["value"].startswith("promote-replica:")
+    assert params["part workload"]["value"].startswith("many-orders:") and params["seed"]["excluded"] is True
+    runs = [s for s in test["steps"] if s.get("type") == "step" and s["name"].startswith("run 0")]
+    assert runs, [s.get("name") for s in test["steps"]]
+    assert runs[0]["status"] == "passed" and "lost" in runs[0]["name"]  # invalid, as its row says
+    from chaos import run as orchestrator
+    if hasattr(orchestrator, "Phase"):  # seam P: the orchestrator records each phase
+        names = [s["name"].split(" (")[0] for s in runs[0]["steps"] if s.get("type") == "step"]
+        assert "workload" in names and any(n.startswith("fault:promote-replica") for n in names), names
+    links = {a["name"]: a for a in _attachments(test)}
+    assert "cell.json" in links and any(name.endswith("timeline.png") for name in links), list(links)
+    assert any(name.endswith("trace.txt") for name in links) and any(name.endswith("history.txt") for name in links)
+    cell = json.loads((report["dir"] / "data" / "attachments" / (links["cell.json"]["id"] + ".json")).read_text())
+    assert cell["area"] == "failover" and cell["lost"] >= 1 and cell["matches_expectation"] is True
+    timeline = next(v for k, v in links.items() if k.endswith("timeline.png"))
+    png = report["dir"] / "data" / "attachments" / (timeline["id"] + timeline["ext"])
+    assert png.read_bytes().startswith(b"\x89PNG")
+    _, browser = tools
+    with serve(report["dir"]) as url:
+        screenshot(browser, url, "allure-overview.png")
+        screenshot(browser, f"{url}#{test['id']}", "allure-failover-cell.png", "1400,2000")
+        screenshot(browser, f"{url}data/attachments/{timeline['id']}{timeline['ext']}", "allure-failover-timeline.png",
+                   "1250,600")
+
+
+def test_failing_cell_lands_in_its_category(report, tools):
+    test = report["tests"]["test_wrong_expectation"]
+    assert test["status"] == "failed"
+    assert "[WRONG_FINAL_STATE_RUNS: 1/1]" in test["error"]["message"]
+    assert [c["name"] for c in test["categories"]] == ["Wrong final state"]
+    tree = json.loads((report["dir"] / "widgets" / "categories.json").read_text())
+    names = {node.get("name") for node in tree["nodes"].values()}
+    assert "Wrong final state" in names
+    env = {e["name"]: e["values"] for e in json.loads((report["dir"] / "widgets" / "allure_environment.json")
+                                                      .read_text())}
+    assert env["seed"] == ["11"] and env["redis.version"][0][0].isdigit()
+    _, browser = tools
+    with serve(report["dir"]) as url:
+        screenshot(browser, f"{url}#{test['id']}", "allure-failing-cell.png", "1400,1600")
+        screenshot(browser, f"{url}#categories", "allure-categories.png")
+
+
+def test_matrix_page(tools, tmp_path):
+    """The producer area's rows, one run each: every cell judged, the coverage grid below."""
+    _, browser = tools
+    page = tmp_path / "matrix.html"
+    env = {**os.environ, "PYTHONPATH": f"{REPO}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    proc = subprocess.run([sys.executable, "-m", "chaos", "matrix", "--area", "producer", "--runs", "1", "--json",
+                           "--out", str(page), "--run-dir", str(tmp_path / "runs")],
+                          capture_output=True, text=True, timeout=600, env=env)
+    assert proc.returncode in (0, 1), proc.stderr[-3000:]
+    doc = json.loads(proc.stdout)
+    assert doc["cells"] and all(c["area"] == "producer" and c["expected"] for c in doc["cells"])
+    html = page.read_text()
+    assert '<h2 id="area-producer">' in html and '<h2 id="coverage">' in html
+    assert html.count("<tr class=") == len(doc["cells"])
+    shot = screenshot(browser, page.as_uri(), "matrix-producer.png", "1400,1400")
+    assert shot.stat().st_size > 10_000

@@ -28,7 +28,8 @@ pytest_plugins = ["chaos.blackbox.pytest_api",
                   "chaos.pytest_server",      # --chaos-server redis|valkey
                   "chaos.pytest_allure",      # environment.properties, categories, --alluredir checks
                   "chaos.pytest_shard",       # --chaos-shard K/N and recorded durations (nightly CI)
-                  "chaos.pytest_rundirs"]     # a passing test's run dirs removed, a failing one's named
+                  "chaos.pytest_rundirs",     # a passing test's run dirs removed, a failing one's named
+                  "chaos.pytest_load"]        # --chaos-load-size ci|full (suites/load)
 
 __all__ = ["ChaosOptions", "cluster_name"]
 

@@ -32,7 +32,8 @@ from chaos.expectations.table import (
     satisfies,
 )
 
-AREA_MODULES = ("ordering", "delivery", "producer", "redelivery", "failover", "outbox", "production")
+AREA_MODULES = ("ordering", "delivery", "producer", "redelivery", "failover", "outbox", "production",
+                "load")
 
 __all__ = [
     "AREA_MODULES", "NO_FAULT", "RUNS", "Expectation", "ExpectationError", "ExpectationTable",

@@ -1,0 +1,133 @@
+"""Expected figures under load: a backlog of many orders with many events each, and a fault
+firing in the middle of it.
+
+`recommended` (S2 sharding + CAS on the business version + inbox) and `baseline` (two
+consumers in one group, plain UPDATE) each run under kill-consumer, publish-blip and
+promote-replica, and all three at once. A killed consumer is restarted under its name
+(`respawn=1`, as any deployment restarts a crashed worker) and reads its own PEL first;
+consumers read 20 entries per XREADGROUP.
+
+* kill-consumer: SIGKILL of a consumer once half of the events are in the streams.
+* publish-blip: the producer's link resets for 800 ms half way through its publishing; the
+  retrying producer retries the failed batch while later events of the same orders go out,
+  so the log holds older versions after newer ones (a producer reorder).
+* promote-replica: once a quarter of the events are in the streams, replication is held for
+  500 ms, the primary SIGKILLed and the replica promoted: what the old primary acknowledged
+  in the hold and nobody read is gone (`lost`), and read-and-acked entries come back.
+
+`recommended` keeps every key's final state right and applies nothing twice, except what a
+failover destroys: a lost event may be its order's last one, and then that order ends one
+step short (reported as `lost` and `wrong_keys`, never hidden). `baseline` shows what load
+does to a plain consumer pair: writes of one order land out of order, and its final states
+are wrong.
+
+Sizes: `ci` (2,000 events: 100 orders x 20, the default test run) or `full` (10^5 events:
+1,000 orders x 100, the benchmark and the nightly), from $CHAOS_LOAD_SIZE, which
+`--chaos-load-size` sets. The rows carry the size's workload, so each size has its own rows.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from chaos.expectations.table import RUNS, eq, ge
+from faults.cells import Cell, rows
+
+SIZE_ENV = "CHAOS_LOAD_SIZE"
+
+
+@dataclass(frozen=True)
+class LoadSize:
+    """One size of the load cells: orders x events each, and the gap between two publishes."""
+
+    name: str
+    keys: int
+    events: int
+    gap_ms: float
+
+    @property
+    def total(self) -> int:
+        return self.keys * self.events
+
+    @property
+    def publish_ms(self) -> float:
+        """How long the producer's schedule lasts."""
+        return self.total * self.gap_ms
+
+    @property
+    def workload(self) -> str:
+        return f"many-orders:keys={self.keys},events={self.events},cost_ms=0,gap_ms={self.gap_ms:g}"
+
+
+# Both publish about 10x faster than the consumers handle, so the faults meet a backlog.
+SIZES = {"ci": LoadSize("ci", keys=100, events=20, gap_ms=0.1),
+         "full": LoadSize("full", keys=1000, events=100, gap_ms=0.05)}
+
+
+def load_size(name: str | None = None) -> LoadSize:
+    """The size named, else $CHAOS_LOAD_SIZE, else `ci`; an unknown name is refused naming the sizes."""
+    name = name or os.environ.get(SIZE_ENV) or "ci"
+    try:
+        return SIZES[name]
+    except KeyError:
+        raise ValueError(f"load size {name!r} is not one of {', '.join(SIZES)} "
+                         f"(set {SIZE_ENV} or --chaos-load-size to one of them)") from None
+
+
+def faults(size: LoadSize, *, together: bool = False) -> dict[str, str]:
+    """The three faults, each firing mid-backlog at this size: the failover's hold once a
+    quarter of the events are in the streams (so the producer still publishes into it), the
+    kill at half (with the others: at an eighth, before the primary it watches is killed),
+    the blip half way through the producer's schedule."""
+    kill_at = size.total // 8 if together else size.total // 2
+    return {"kill-consumer": f"kill-consumer:after_entries={kill_at},at_ms=0",
+            "publish-blip": f"publish-blip:at_ms={0.5 * size.publish_ms:g},duration_ms=800",
+            "promote-replica": f"promote-replica:after_entries={size.total // 4},at_ms=0"}
+
+
+# Read batches of 20 (prefetch): a kill then leaves read, unprocessed entries in the PEL.
+RECOMMENDED = "recommended:respawn=1,count=20"
+BASELINE = "baseline:respawn=1,count=20"
+RUN_COUNT = 1
+
+
+def cells(size: LoadSize) -> list[Cell]:
+    kill, blip, promote = faults(size).values()
+    parts = {"workload": size.workload}
+    everything = tuple(faults(size, together=True).values())
+    correct = dict(published=ge(size.total * RUNS), duplicated=eq(0), reordered=eq(0))
+    return [
+        Cell(RECOMMENDED, (kill,), RUN_COUNT, dict(correct, lost=eq(0), wrong_final_state_runs=eq(0)),
+             parts=parts, id=f"recommended|kill-consumer|{size.name}",
+             note="the restarted consumer finishes its PEL: every order ends right, nothing applied twice"),
+        Cell(RECOMMENDED, (blip,), RUN_COUNT, dict(correct, lost=eq(0), wrong_final_state_runs=eq(0)),
+             parts=parts, id=f"recommended|publish-blip|{size.name}",
+             note="retried publishes land after newer versions of their orders: CAS rejects them as stale"),
+        Cell(RECOMMENDED, (promote,), RUN_COUNT, dict(correct, lost=ge(RUNS), redelivered=ge(RUNS)),
+             parts=parts, id=f"recommended|promote-replica|{size.name}",
+             note="the failover loses what the old primary acked in the hold (an order whose last "
+                  "event is lost ends short); redelivered copies are rejected, nothing applied twice"),
+        Cell(RECOMMENDED, everything, RUN_COUNT, dict(correct, redelivered=ge(RUNS)),
+             parts=parts, id=f"recommended|all-three|{size.name}",
+             note="kill, blip and failover in one run: nothing applied twice or out of order; what "
+                  "the failover loses depends on whether the blip let the producer publish into the "
+                  "hold (reported as lost, not bounded)"),
+        Cell(BASELINE, (kill,), RUN_COUNT, dict(lost=eq(0), published=ge(size.total * RUNS)),
+             parts=parts, id=f"baseline|kill-consumer|{size.name}",
+             note="nothing lost (the restarted consumer re-reads its PEL), but the entry in hand may "
+                  "be applied twice and the two consumers race an order's writes"),
+        Cell(BASELINE, (blip,), RUN_COUNT, dict(reordered=ge(RUNS), wrong_final_state_runs=eq(RUNS)),
+             parts=parts, id=f"baseline|publish-blip|{size.name}",
+             note="retried publishes overwrite newer versions; consumer races reorder the rest"),
+        Cell(BASELINE, (promote,), RUN_COUNT, dict(lost=ge(RUNS), duplicated=ge(RUNS)),
+             parts=parts, id=f"baseline|promote-replica|{size.name}",
+             note="the failover loses acked entries and the redelivered copies are applied again"),
+        Cell(BASELINE, everything, RUN_COUNT, dict(duplicated=ge(RUNS), wrong_final_state_runs=eq(RUNS)),
+             parts=parts, id=f"baseline|all-three|{size.name}",
+             note="all three faults: redelivered copies applied again, wrong final states"),
+    ]
+
+
+SIZE = load_size()
+CELLS: list[Cell] = cells(SIZE)
+ROWS = rows(CELLS)

@@ -1,0 +1,43 @@
+"""Load: 2,000 events (10^5 with --chaos-load-size full) over many orders, a fault firing in
+the middle of the backlog, for `recommended` and `baseline`. Cells and their expected
+figures: chaos/expectations/load.py.
+
+Each test first proves its fault really hit (a killed consumer, publishes refused during
+the blip, a promotion), then judges the cell by its row in the expectation table.
+"""
+from __future__ import annotations
+
+import pytest
+
+from chaos.expectations.load import CELLS, SIZE
+from faults import suite
+
+
+def fault_hit(outcome: suite.CellRun, run: int) -> list[str]:
+    """What is missing from the run's history for each of the cell's faults to have acted."""
+    history = outcome.histories[run]
+    missing = []
+    faults = "+".join(outcome.cell.faults)
+    if "kill-consumer" in faults and not any(
+            op["f"] == "fault" and op["value"].get("name") == "kill-consumer"
+            and op["value"].get("phase") == "start" for op in history):
+        missing.append("no consumer was killed")
+    if "publish-blip" in faults and not any(
+            op["f"] == "publish" and op["type"] in ("fail", "info") for op in history):
+        missing.append("no publish was refused during the blip (did the producer finish before it?)")
+    if "promote-replica" in faults and not any(
+            op["f"] == "fault" and op["value"].get("name") == "promote-replica"
+            and op["value"].get("phase") == "stop" and op["value"].get("failed_over") for op in history):
+        missing.append("no failover happened")
+    return missing
+
+
+@pytest.mark.parametrize("cell", CELLS, ids=[c.test_id for c in CELLS])
+def test_load_cell(cell, cluster, chaos_options) -> None:
+    outcome = suite.run(cell, cluster, chaos_options)
+    for run in range(len(outcome.histories)):
+        missing = fault_hit(outcome, run)
+        assert not missing, f"run {run} of {cell.test_id} ({SIZE.total} events): {missing}; {outcome.figures()}"
+    suite.check(outcome)
+    print(f"{cell.test_id}: {outcome.figures()} in {outcome.result.wall_s:.1f} s")
+    suite.discard(outcome, chaos_options)

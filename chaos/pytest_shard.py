@@ -125,9 +125,12 @@ def pytest_configure(config: pytest.Config) -> None:
     except ValueError as exc:
         raise pytest.UsageError(str(exc)) from None
     store = config.getoption("chaos_store_durations")
-    if store and not Path(store).parent.is_dir():
-        raise pytest.UsageError(f"--chaos-store-durations={store}: the directory {Path(store).parent} "
-                                f"does not exist; create it or give a path in an existing directory")
+    if store:
+        try:
+            Path(store).parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise pytest.UsageError(f"--chaos-store-durations={store}: cannot create {Path(store).parent} "
+                                    f"({exc.strerror or exc}); give a path in a directory you can write") from None
     if store and getattr(config, "workerinput", None) is None:  # xdist workers' reports reach the controller
         config.pluginmanager.register(DurationRecorder(Path(store)), "chaos-store-durations")
 

@@ -1,0 +1,167 @@
+"""The nightly merge run locally on two real shards of the ordering suite: one report with
+every cell, history carried from one night to the next, and the failures it must report."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from chaos.report.merge import find_allure
+
+from .helpers import ROOT, run_pytest
+
+SELECTION = ("suites/ordering/test_reference_rows.py", "-k", "test_reference_row and (baseline or s5 or inbox or s1)")
+
+
+def has_summary_option() -> bool:
+    return "--chaos-summary" in run_pytest("--help").stdout
+
+
+def summary_from_allure(results: Path) -> dict:
+    """Until the plugin writes --chaos-summary: the rows built from each test's cell.json."""
+    rows = []
+    for path in results.glob("*-result.json"):
+        for attachment in json.loads(path.read_text()).get("attachments", []):
+            if attachment["name"] == "cell.json":
+                cell = json.loads((results / attachment["source"]).read_text())
+                rows.append({"area": "ordering", "preset": cell["preset"], "fault": cell["fault"], "params": {},
+                             "runs": cell["runs"], "lost": cell["lost"], "duplicated": cell["duplicated"],
+                             "reordered": cell["reordered"], "pending_left": cell["pending_left"],
+                             "wrong_final_state_runs": cell["wrong_final_state_runs"], "verdict": cell["verdict"],
+                             "expected": cell.get("expected"), "match": cell.get("matches_expectation"),
+                             "wall_s": cell.get("wall_s")})
+    return {"schema_version": 1, "cells": rows}
+
+
+@pytest.fixture(scope="module")
+def shards(tmp_path_factory) -> list[Path]:
+    """Two real shards of a small suite, each laid out as the nightly workflow uploads it."""
+    base = tmp_path_factory.mktemp("nightly")
+    summary = has_summary_option()
+    dirs = []
+    for k in (1, 2):
+        shard = base / f"shard-{k}"
+        args = [*SELECTION, "--chaos-runs", "2", "--chaos-seed", "7", f"--chaos-shard={k}/2",
+                "--alluredir", str(shard / "allure-results"), "--chaos-store-durations", str(shard / "durations.json")]
+        if summary:
+            args += ["--chaos-summary", str(shard / "summary.json")]
+        else:
+            shard.mkdir(parents=True, exist_ok=True)
+        proc = run_pytest("-q", *args)
+        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+        if not summary:
+            (shard / "summary.json").write_text(json.dumps(summary_from_allure(shard / "allure-results")))
+        dirs.append(shard)
+    return dirs
+
+
+@pytest.fixture(scope="module")
+def allure3() -> str:
+    cli, why = find_allure("auto")
+    if cli is None or cli.major != "3":
+        pytest.skip(f"Allure 3 CLI not available here: {why or cli}")
+    return " ".join(cli.command)
+
+
+def merge(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "chaos.report.merge", *args], capture_output=True, text=True,
+                          timeout=900, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})})
+
+
+def cells(path: Path) -> Counter:
+    return Counter((c["area"], c["preset"], c["fault"]) for c in json.loads(path.read_text())["cells"])
+
+
+def test_two_shards_merge_into_one_report_with_every_cell_and_history_carried_over(shards, tmp_path, allure3):
+    night1, night2 = tmp_path / "night1", tmp_path / "night2"
+    first = merge(*map(str, shards), "--out", str(night1), "--allure", allure3)
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert "trends start with this report" in first.stdout
+
+    # every cell of both shards, once: summary, matrix, Allure results and report
+    expected = sum((cells(s / "summary.json") for s in shards), Counter())
+    assert len(expected) == 5 and all(n == 1 for n in expected.values())
+    assert cells(night1 / "summary.json") == expected
+    page = (night1 / "matrix.html").read_text()
+    assert "5 cells from 2 shards" in page and all(f">{preset}<" in page for _, preset, _ in expected)
+    shard_results = {p.name for s in shards for p in (s / "allure-results").glob("*-result.json")}
+    assert {p.name for p in (night1 / "allure-results").glob("*-result.json")} == shard_results
+    report = json.loads((night1 / "allure-report" / "summary.json").read_text())
+    assert report["stats"]["total"] == len(shard_results) == 5
+    env = (night1 / "allure-results" / "environment.properties").read_text()
+    assert "shards=2" in env and "seed=7" in env, env
+    durations = json.loads((night1 / "state" / "durations.json").read_text())
+    assert len(durations) == 5
+
+    # the next night starts from the first one's state: Allure's history file grows, trends have two points
+    second = merge(*map(str, shards), "--out", str(night2), "--history", str(night1 / "state"), "--allure", allure3)
+    assert second.returncode == 0, second.stdout + second.stderr
+    assert "(history carried over)" in second.stdout
+    assert len((night1 / "state" / "history.jsonl").read_text().splitlines()) == 1
+    assert len((night2 / "state" / "history.jsonl").read_text().splitlines()) == 2
+    report2 = json.loads((night2 / "allure-report" / "summary.json").read_text())
+    assert report2["newTests"] == [] and report["newTests"], "night 2 knows every test from night 1"
+    charts = json.loads((night2 / "allure-report" / "widgets" / "charts.json").read_text())
+    [dynamics] = [w for w in charts["general"].values() if w["type"] == "statusDynamics"]
+    assert [p["id"] for p in dynamics["data"]][0] == report["meta"]["reportId"] and len(dynamics["data"]) == 2
+    for result in (night2 / "allure-report" / "data" / "test-results").glob("*.json"):
+        assert json.loads(result.read_text())["history"], f"{result.name} has no history"
+
+
+def test_a_missing_allure_cli_names_the_fix_and_still_writes_results_and_matrix(shards, tmp_path):
+    out = tmp_path / "merged"
+    bare = tmp_path / "bin"                         # a PATH with neither npx nor allure on it
+    bare.mkdir()
+    proc = merge(*map(str, shards), "--out", str(out), env={"PATH": str(bare), "CHAOS_ALLURE": ""})
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    assert "no Allure CLI found (neither npx nor allure is on PATH)" in proc.stdout
+    assert "npx -y allure@3.18.0" in proc.stdout and "apt-get install nodejs npm" in proc.stdout
+    assert (out / "matrix.html").exists() and len(json.loads((out / "summary.json").read_text())["cells"]) == 5
+    assert len(list((out / "allure-results").glob("*-result.json"))) == 5
+    assert (out / "allurerc.json").exists()            # what the printed command needs
+    named = merge(*map(str, shards), "--out", str(out), "--allure", "no-such-allure-cli")
+    assert named.returncode == 3 and "`no-such-allure-cli` not found" in named.stdout
+
+
+def test_a_cell_that_left_its_expectation_fails_the_merge(shards, tmp_path):
+    broken = tmp_path / "shard-2"
+    shutil.copytree(shards[1], broken)
+    doc = json.loads((broken / "summary.json").read_text())
+    doc["cells"][0]["match"] = False                   # as --chaos-summary writes a mismatching cell
+    (broken / "summary.json").write_text(json.dumps(doc))
+    proc = merge(str(shards[0]), str(broken), "--out", str(tmp_path / "out"), "--allure", "none")
+    assert proc.returncode == 1, proc.stdout
+    cell = doc["cells"][0]
+    assert f"LEFT ITS EXPECTATION: ordering {cell['preset']} x {cell['fault']}" in proc.stdout
+    assert "MISMATCH" in (tmp_path / "out" / "matrix.html").read_text()
+
+
+def test_a_shard_without_summary_fails_the_merge_and_foreign_files_are_named(shards, tmp_path):
+    crashed = tmp_path / "shard-2"
+    shutil.copytree(shards[1] / "allure-results", crashed / "allure-results")
+    (crashed / "allure-results" / "notes.txt").write_text("not an Allure result")
+    proc = merge(str(shards[0]), str(crashed), "--out", str(tmp_path / "out"), "--allure", "none")
+    assert proc.returncode == 1, proc.stdout
+    assert "shard shard-2 wrote no summary.json" in proc.stdout
+    assert "shard-2/allure-results/notes.txt" in proc.stdout
+    assert not (tmp_path / "out" / "allure-results" / "notes.txt").exists()
+
+
+@pytest.mark.parametrize("make, words", [
+    (lambda d: None, "not a directory; give the directories the shards uploaded"),
+    (lambda d: (d.mkdir(), (d / "summary.json").write_text("{oops")), "not a readable summary"),
+    (lambda d: (d.mkdir(), (d / "summary.json").write_text('{"cells": 3}')), 'expected {"schema_version": 1'),
+    (lambda d: d.mkdir(), "has neither allure-results/ nor summary.json"),
+])
+def test_bad_shard_input_is_refused_before_anything_is_written(tmp_path, make, words):
+    shard = tmp_path / "shard-1"
+    make(shard)
+    proc = merge(str(shard), "--out", str(tmp_path / "out"), "--allure", "none")
+    assert proc.returncode == 254 and words in proc.stderr, proc.stderr
+    assert not (tmp_path / "out").exists()

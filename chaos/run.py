@@ -350,6 +350,7 @@ class _Run:
         sources = self.fault_failpoints + [cell.extra_failpoints]
         spec = {**plan.spec, "role": plan.role, "name": name, "run_dir": str(self.dir),
                 "redis_url": links.redis_url, "pg_dsn": links.pg_dsn, "time_scale": cell.time_scale,
+                "sentinels": list(links.sentinels), "master_name": links.master_name,
                 "seed": self.seed, "t0": t0, "gate": gate,
                 "failpoints": _merge_failpoints(sources, keys) if failpoints else {}}
         if plan.helpers:

@@ -25,6 +25,7 @@ FAULTS: dict[str, str] = {
     "nemesis": "faults.nemesis:Nemesis",
     "maxmemory": "faults.maxmemory:MaxMemory",
     "replica-overflow": "faults.replica_overflow:ReplicaOverflow",
+    "sentinel-failover": "faults.sentinel_failover:SentinelFailover",
 }
 
 

@@ -45,6 +45,9 @@ def main(argv: list[str] | None = None) -> int:
         if hasattr(args, "server"):   # run, matrix, cluster up: refuse an unknown server before anything starts
             from chaos.cluster.servers import use_server
             use_server(args.server)
+        if hasattr(args, "topology"):  # replica | sentinel[:k=v]: bad parameters or no Sentinel binary refused here
+            from chaos.cluster.sentinel import use_topology
+            use_topology(args.topology)
         return int(args.func(args) or 0)
     except BadArguments as exc:
         print(f"error: {exc}", file=sys.stderr)

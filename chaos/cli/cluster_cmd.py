@@ -29,6 +29,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     up = commands.add_parser("up", help="start a topology that outlives this command (until `cluster down`)")
     up.add_argument("--backend", choices=BACKENDS, default=None, help="default: $CHAOS_BACKEND or native")
     up.add_argument("--server", default=None, help="redis | valkey (default: $CHAOS_SERVER, else redis-server)")
+    up.add_argument("--topology", default=None, help="replica (default) | sentinel[:k=v,...] (default: $CHAOS_TOPOLOGY)")
     status = commands.add_parser("status", help="endpoints, replication state and proxies")
     down = commands.add_parser("down", help="stop everything `cluster up` started")
     for command in (up, status, down):

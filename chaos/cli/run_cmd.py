@@ -55,6 +55,8 @@ def reproduce_command(preset: str, faults: list[str], parts: dict[str, str], run
         argv += ["--backend", backend]
     if os.environ.get("CHAOS_SERVER"):      # set by --server: the replay runs the same server
         argv += ["--server", os.environ["CHAOS_SERVER"]]
+    if os.environ.get("CHAOS_TOPOLOGY", "replica") != "replica":   # exported by --topology
+        argv += ["--topology", os.environ["CHAOS_TOPOLOGY"]]
     return " ".join(shlex.quote(a) for a in argv)
 
 
@@ -228,6 +230,8 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="one JSON object on stdout")
     p.add_argument("--backend", default=None, help="cluster backend: native (default), compose, external")
     p.add_argument("--server", default=None, help="redis | valkey (default: $CHAOS_SERVER, else redis-server)")
+    p.add_argument("--topology", default=None, help="replica (default) | sentinel[:sentinels=3,quorum=2,"
+                   "min_replicas=0] (default: $CHAOS_TOPOLOGY); see docs/cluster.md")
     p.add_argument("--run-dir", default=None, help=f"where run dirs go (default ${RUNS_ROOT_ENV} or /tmp/chaos-runs)")
 
 

@@ -40,8 +40,18 @@ def check_backend(name: str | None) -> str:
 
 
 def start_cluster(backend: str | None, name: str, **options) -> "Cluster":
-    """Start (or, for external, connect to) a topology named ``name`` (unique per run and worker)."""
+    """Start (or, for external, connect to) a topology named ``name`` (unique per run and worker).
+
+    ``topology=`` (else $CHAOS_TOPOLOGY, else replica) picks the replica or the sentinel topology."""
     chosen = check_backend(backend)
+    from chaos.cluster.sentinel import check_topology, parse_topology
+    topology, spec = parse_topology(check_topology(options.pop("topology", None)))
+    if topology == "sentinel":     # production's failover: Sentinels behind the proxy (chaos/cluster/sentinel.py)
+        if chosen != "native":
+            raise Unsupported(f"the sentinel topology runs on the native backend only (asked: {chosen}); "
+                              f"drop --backend {chosen} or pick --topology replica")
+        from chaos.cluster.sentinel import SentinelCluster
+        return SentinelCluster.start(name, spec=spec, **options)
     if chosen == "native":
         from chaos.cluster.native import NativeCluster
         return NativeCluster.start(name, **options)

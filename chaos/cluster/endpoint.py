@@ -32,6 +32,8 @@ class WorkerLinks:
     replica_url: str
     pg_dsn: str
     proxies: dict[str, str] = field(default_factory=dict)
+    sentinels: tuple[str, ...] = ()    # "host:port" of each Sentinel's proxy (sentinel topology only)
+    master_name: str = ""              # the name the Sentinels monitor the primary under
 
 
 def redis_url(endpoint: Endpoint, db: int = 0) -> str:

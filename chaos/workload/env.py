@@ -84,11 +84,14 @@ class WorkerEnv:
             time.sleep(delay)
 
     def redis(self, *, timeout_ms: float | None = None) -> redis.Redis:
-        """This process's client through its own proxy; no silent client-side retries."""
+        """This process's client through its own proxy (or, in the sentinel topology, to the primary
+        the Sentinels name, recorded as an `info sentinel` op); no silent client-side retries."""
         if self._redis is None:
             timeout = None if timeout_ms is None else max(0.001, self.seconds(timeout_ms))
-            self._redis = redis.Redis.from_url(
-                self.spec["redis_url"], decode_responses=True, protocol=2,
+            from chaos.cluster.sentinel_client import spec_client   # through Sentinel in that topology
+            self._redis = spec_client(
+                self.spec, lambda address: self.op("info", "sentinel", value={"master": address}),
+                decode_responses=True, protocol=2,
                 retry=Retry(NoBackoff(), 0), socket_timeout=timeout if timeout else 30.0,
                 socket_connect_timeout=timeout if timeout else 5.0, health_check_interval=0)
         return self._redis

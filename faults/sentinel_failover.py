@@ -1,0 +1,257 @@
+"""sentinel-failover: the primary fails and Redis Sentinel, not the framework, fails over.
+
+Needs the sentinel topology (``--topology sentinel``). With ``hold_ms`` the replication
+link is held in both directions first, and stays held (writes the primary acknowledges
+meanwhile never reach the replica; holding the acks too lets ``min-replicas-max-lag``
+notice). Then, by ``mode``:
+
+* ``partition`` (the default): cut the primary's proxy, the one every client and
+  Sentinel reaches it through; it keeps running and, unless held, keeps replicating what
+  it had, so nothing acknowledged is lost: what clients meet is the detection time;
+* ``kill``: SIGKILL the primary; what was still on its way to the replica is lost;
+* ``manual``: ``SENTINEL FAILOVER``, as an operator would; the old primary keeps taking
+  writes until Sentinel demotes it (redis/redis#6062).
+
+Sentinel detects (down-after-milliseconds, scaled), agrees, elects a leader and promotes
+the replica by itself; clients find the new primary by asking Sentinel. With ``rejoin``
+the old primary comes back (restarted empty, or the cut healed) and Sentinel turns it
+into a replica, which drops what it had not replicated (redis/redis#12570).
+
+The stop record carries detection and promotion times (from the action), the entries
+the old primary acknowledged past the replica's last synced entry, and the Sentinel
+events seen. A Sentinel that never promotes fails the fault with the Sentinels' logs,
+so the run is ``unknown``.
+"""
+from __future__ import annotations
+
+import re
+import time
+from typing import Any
+
+from chaos.errors import BadArguments
+from faults.base import Fault, FaultContext, FaultError, Param, ToxicSet, raise_if, wait_for_entries, workload_streams
+from faults.promote_replica import confirm_replicating
+
+MODES = ("kill", "partition", "manual")
+POLL_S = 0.005
+# The orchestrator waits 60 s (times the time scale) for a fault's thread: the fault's own
+# schedule must fit in it, or it would be cut before Sentinel could act.
+FAULT_BUDGET_MS = 55000
+SENTINEL_EVENTS = re.compile(r"[+-](sdown|odown|try-failover|elected-leader|selected-slave|promoted-slave|"
+                             r"failover-end|switch-master|convert-to-slave|failover-abort-[a-z-]+)\b")
+
+
+class SentinelFailover(Fault):
+    name = "sentinel-failover"
+    description = ("hold replication, then kill, partition or SENTINEL FAILOVER the primary; "
+                   "Sentinel detects, elects and promotes the replica by itself (needs --topology sentinel)")
+    params = (
+        Param("mode", "partition", "how the primary fails: partition (cut from clients and Sentinels, "
+              "still replicating), kill (SIGKILL), manual (SENTINEL FAILOVER)", choices=MODES),
+        Param("after_entries", 1, "wait until the workload's streams hold this many entries (progress, "
+              "not the clock)", kind=int, minimum=0),
+        Param("at_ms", 300, "then wait this long before replication is held"),
+        Param("hold_ms", 0, "replication held (both directions) this long before the primary fails, and "
+              "after (0: never held)"),
+        Param("down_after_ms", 1000, "Sentinel's down-after-milliseconds: how long the primary must be "
+              "unreachable before a Sentinel judges it down"),
+        Param("rejoin", True, "the old primary comes back (kill: restarted empty; partition: the cut "
+              "heals) and Sentinel demotes it; manual always keeps it", kind=bool),
+        Param("elect_timeout_ms", 15000, "how long Sentinel may take to promote; past it the run is unknown"),
+        Param("wait_ms", 30000, "how long to wait for after_entries (unscaled)"),
+    )
+
+    def validate(self) -> None:
+        if self.down_after_ms < 10:
+            raise BadArguments(f"fault 'sentinel-failover': down_after_ms={self.down_after_ms} is below Sentinel's "
+                               f"ping resolution; give 10 or more, e.g. down_after_ms=1000")
+        if self.mode != "manual" and self.down_after_ms >= self.elect_timeout_ms:
+            raise BadArguments(f"fault 'sentinel-failover': down_after_ms={self.down_after_ms} is not shorter than "
+                               f"elect_timeout_ms={self.elect_timeout_ms}, so Sentinel could never act within the "
+                               f"run: lower down_after_ms or raise elect_timeout_ms")
+        total = self.at_ms + self.hold_ms + 2 * self.elect_timeout_ms
+        if total > FAULT_BUDGET_MS:
+            raise BadArguments(f"fault 'sentinel-failover': at_ms + hold_ms + 2 x elect_timeout_ms = {total} ms "
+                               f"is longer than a run gives a fault ({FAULT_BUDGET_MS} ms, scaled): lower them")
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    def arm(self, ctx: FaultContext) -> None:
+        cluster = ctx.cluster
+        if not hasattr(cluster, "sentinel_master"):
+            raise FaultError("sentinel-failover needs the sentinel topology: run with --topology sentinel "
+                             "(pytest: --chaos-topology sentinel); promote-replica is this fault's replica-topology "
+                             "counterpart")
+        self.armed_for = id(ctx)
+        self.toxics = ToxicSet(cluster.api)
+        self.old = self.new = ""
+        self.killed = self.promoted = False
+        cluster.set_down_after(round(ctx.scale(self.down_after_ms) * 1000))
+        self.report: dict[str, Any] = {"mode": self.mode, "sync_wait_s": round(confirm_replicating(cluster), 4)}
+
+    def run(self, ctx: FaultContext) -> None:
+        if getattr(self, "armed_for", None) != id(ctx):
+            self.arm(ctx)
+        cluster = ctx.cluster
+        if self.after_entries:
+            self.report["entries_wait_s"] = round(
+                wait_for_entries(ctx, self.after_entries, self.wait_ms / 1000, self.name), 4)
+        ctx.sleep(self.at_ms)
+        self.old = cluster.primary_id()
+        self.new = "b" if self.old == "a" else "a"
+        link = cluster.links["replication"]
+        held_at = time.monotonic()
+        if self.hold_ms:
+            self.toxics.add(link, "timeout", stream="downstream", name="chaos-hold-down", timeout=0)
+            self.toxics.add(link, "timeout", stream="upstream", name="chaos-hold-up", timeout=0)
+        ctx.record("start", name=self.name, spec=self.spec, step="hold" if self.hold_ms else self.mode,
+                   old_primary=self.old)
+        ctx.sleep(self.hold_ms)
+        replica_last = self._last_ids(cluster.direct_redis("replica"))
+        old_client = cluster.direct_redis("primary")
+        self.beyond = self._beyond(old_client, replica_last)
+        log_from = self._log_offsets(cluster)
+        acted_at = time.monotonic()
+        ctx.record("info", name=self.name, step=self.mode, old_primary=self.old, acked_after_sync=self.beyond)
+        if self.mode == "kill":
+            cluster.kill_node(self.old)
+            self.killed = True
+        elif self.mode == "partition":
+            self.toxics.disable(cluster.node_proxy(self.old))
+        else:
+            self._sentinel_failover(cluster)
+        detect = self._await_promotion(ctx, acted_at, old_client, replica_last)
+        # The replica is a primary now and has left the held link: lifting the hold lets nothing through.
+        for proxy, name in list(self.toxics.toxics):
+            if proxy == link:
+                self.toxics.api.remove_toxic(proxy, name)
+                self.toxics.toxics.remove((proxy, name))
+        self.promoted = True
+        self.report.update(detect)
+        if self.mode == "manual" or self.rejoin:
+            if self.mode == "kill":
+                cluster.restart_node(self.old)
+            elif self.mode == "partition":
+                raise_if(self.toxics.remove_all(), self.name)
+            self.report["demote_s"] = self._await_demotion(ctx, acted_at, old_client, replica_last)
+        self.report.update({
+            "held_s": round(acted_at - held_at, 4),
+            "acked_after_sync": self.beyond,
+            "old_primary": self.old, "new_primary": self.new,
+            "new_primary_address": str(cluster.node_address(self.new)),
+            "failed_over": True,
+            "sentinel_events": self._sentinel_events(cluster, log_from),
+        })
+        ctx.record("stop", name=self.name, step="promoted", **self.report)
+
+    def heal(self, ctx: FaultContext) -> None:
+        """Lift the hold and any cut; a killed primary stays down (the reset restarts it)."""
+        if getattr(self, "armed_for", None) != id(ctx):
+            return
+        raise_if(self.toxics.remove_all(), self.name)
+
+    # -- steps ---------------------------------------------------------------------------------
+    def _sentinel_failover(self, cluster: Any) -> None:
+        errors = []
+        for client in cluster.sentinel_clients():
+            try:
+                client.execute_command("SENTINEL", "FAILOVER", cluster.master_name)
+                return
+            except Exception as exc:  # noqa: BLE001 - try the next Sentinel, report all
+                errors.append(f"{type(exc).__name__}: {exc}")
+        raise FaultError(f"sentinel-failover: no Sentinel accepted SENTINEL FAILOVER: {errors}")
+
+    def _await_promotion(self, ctx: FaultContext, acted_at: float, old_client: Any,
+                         replica_last: dict[str, str]) -> dict[str, Any]:
+        """Poll the Sentinels until they name the other node and it says it is the primary."""
+        cluster = ctx.cluster
+        deadline = acted_at + ctx.scale(self.elect_timeout_ms)
+        out: dict[str, Any] = {"detect_s": None, "odown_s": None}
+        while True:
+            now = time.monotonic()
+            flags = self._master_flags(cluster)
+            if out["detect_s"] is None and any("s_down" in f for f in flags):
+                out["detect_s"] = round(now - acted_at, 4)
+            if out["odown_s"] is None and any("o_down" in f for f in flags):
+                out["odown_s"] = round(now - acted_at, 4)
+            address = cluster.sentinel_master()
+            if address is not None and cluster.node_at(address) == self.new and cluster.node_role(self.new) == "master":
+                out["promote_s"] = round(now - acted_at, 4)
+                return out
+            if self.mode != "kill":
+                self.beyond = max(self.beyond, self._beyond(old_client, replica_last, quiet=True))
+            if now > deadline:
+                raise FaultError(f"sentinel-failover ({self.mode}): Sentinel did not promote node {self.new} within "
+                                 f"{ctx.scale(self.elect_timeout_ms):.1f} s (primary flags per Sentinel: {flags}; "
+                                 f"they name {address}); Sentinel logs:\n{cluster.sentinel_logs()}")
+            time.sleep(POLL_S)
+
+    def _await_demotion(self, ctx: FaultContext, acted_at: float, old_client: Any,
+                        replica_last: dict[str, str]) -> float:
+        """Until the old primary is a replica of the new one (Sentinel's +convert-to-slave)."""
+        cluster = ctx.cluster
+        deadline = time.monotonic() + ctx.scale(self.elect_timeout_ms)
+        while True:
+            role = cluster.node_role(self.old)
+            if role == "slave":
+                return round(time.monotonic() - acted_at, 4)
+            if role == "master" and self.mode != "kill":
+                self.beyond = max(self.beyond, self._beyond(old_client, replica_last, quiet=True))
+            if time.monotonic() > deadline:
+                raise FaultError(f"sentinel-failover ({self.mode}): Sentinel did not demote the old primary "
+                                 f"(node {self.old}, role {role}) within {ctx.scale(self.elect_timeout_ms):.1f} s; "
+                                 f"Sentinel logs:\n{cluster.sentinel_logs()}")
+            time.sleep(POLL_S)
+
+    # -- measurements --------------------------------------------------------------------------
+    @staticmethod
+    def _master_flags(cluster: Any) -> list[str]:
+        flags = []
+        for client in cluster.sentinel_clients():
+            try:
+                reply = client.execute_command("SENTINEL", "MASTER", cluster.master_name)
+                flags.append(dict(zip(reply[::2], reply[1::2])).get("flags", ""))
+            except Exception:  # noqa: BLE001 - a Sentinel busy failing over: ask again
+                continue
+        return flags
+
+    @staticmethod
+    def _last_ids(client: Any) -> dict[str, str]:
+        out = {}
+        for stream in workload_streams(client):
+            last = client.xrevrange(stream, count=1)
+            out[stream] = last[0][0] if last else "0-0"
+        return out
+
+    @staticmethod
+    def _beyond(client: Any, replica_last: dict[str, str], quiet: bool = False) -> int:
+        """Entries on the (old) primary past the replica's last entry of each stream."""
+        try:
+            return sum(len(client.xrange(s, min=f"({replica_last.get(s, '0-0')}", max="+"))
+                       for s in workload_streams(client))
+        except Exception:  # noqa: BLE001 - a dead or demoted node has nothing to count
+            if quiet:
+                return 0
+            raise
+
+    @staticmethod
+    def _log_offsets(cluster: Any) -> dict[str, int]:
+        out = {}
+        for proc in cluster.sentinel_procs:
+            path = proc.workdir / "sentinel-server.log"
+            out[str(path)] = path.stat().st_size if path.exists() else 0
+        return out
+
+    @staticmethod
+    def _sentinel_events(cluster: Any, offsets: dict[str, int]) -> dict[str, int]:
+        """How many of each Sentinel event the Sentinels logged since the action."""
+        counts: dict[str, int] = {}
+        for path, offset in offsets.items():
+            try:
+                with open(path, errors="replace") as log:
+                    log.seek(offset)
+                    text = log.read()
+            except OSError:
+                continue
+            for match in SENTINEL_EVENTS.finditer(text):
+                counts[match.group(0)] = counts.get(match.group(0), 0) + 1
+        return counts

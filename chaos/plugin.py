@@ -29,7 +29,8 @@ pytest_plugins = ["chaos.blackbox.pytest_api",
                   "chaos.pytest_allure",      # environment.properties, categories, --alluredir checks
                   "chaos.pytest_shard",       # --chaos-shard K/N and recorded durations (nightly CI)
                   "chaos.pytest_rundirs",     # a passing test's run dirs removed, a failing one's named
-                  "chaos.pytest_load"]        # --chaos-load-size ci|full (suites/load)
+                  "chaos.pytest_load",        # --chaos-load-size ci|full (suites/load)
+                  "chaos.pytest_topology"]    # --chaos-topology replica|sentinel
 
 __all__ = ["ChaosOptions", "cluster_name"]
 

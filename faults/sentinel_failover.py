@@ -37,6 +37,10 @@ POLL_S = 0.005
 # The orchestrator waits 60 s (times the time scale) for a fault's thread: the fault's own
 # schedule must fit in it, or it would be cut before Sentinel could act.
 FAULT_BUDGET_MS = 55000
+# down-after-milliseconds scales with the time scale but not below this: Sentinel works on a
+# 100 ms timer, and on a loaded 2-core box 200 ms judged the just-promoted replica down too
+# and failed over a second time, back to the old primary restarted empty.
+MIN_DOWN_AFTER_MS = 1000
 SENTINEL_EVENTS = re.compile(r"[+-](sdown|odown|try-failover|elected-leader|selected-slave|promoted-slave|"
                              r"failover-end|switch-master|convert-to-slave|failover-abort-[a-z-]+)\b")
 
@@ -54,7 +58,7 @@ class SentinelFailover(Fault):
         Param("hold_ms", 0, "replication held (both directions) this long before the primary fails, and "
               "after (0: never held)"),
         Param("down_after_ms", 1000, "Sentinel's down-after-milliseconds: how long the primary must be "
-              "unreachable before a Sentinel judges it down"),
+              f"unreachable before a Sentinel judges it down (scaled, not below {MIN_DOWN_AFTER_MS} ms)"),
         Param("rejoin", True, "the old primary comes back (kill: restarted empty; partition: the cut "
               "heals) and Sentinel demotes it; manual always keeps it", kind=bool),
         Param("elect_timeout_ms", 15000, "how long Sentinel may take to promote; past it the run is unknown"),
@@ -85,7 +89,8 @@ class SentinelFailover(Fault):
         self.toxics = ToxicSet(cluster.api)
         self.old = self.new = ""
         self.killed = self.promoted = False
-        cluster.set_down_after(round(ctx.scale(self.down_after_ms) * 1000))
+        self.down_after_s = max(ctx.scale(self.down_after_ms), MIN_DOWN_AFTER_MS / 1000)
+        cluster.set_down_after(round(self.down_after_s * 1000))
         self.report: dict[str, Any] = {"mode": self.mode, "sync_wait_s": round(confirm_replicating(cluster), 4)}
 
     def run(self, ctx: FaultContext) -> None:
@@ -126,6 +131,7 @@ class SentinelFailover(Fault):
                 self.toxics.api.remove_toxic(proxy, name)
                 self.toxics.toxics.remove((proxy, name))
         self.promoted = True
+        cluster.follow(force=True)       # the cluster's direct clients (final state, checks) follow too
         self.report.update(detect)
         if self.mode == "manual" or self.rejoin:
             if self.mode == "kill":
@@ -144,12 +150,23 @@ class SentinelFailover(Fault):
         ctx.record("stop", name=self.name, step="promoted", **self.report)
 
     def heal(self, ctx: FaultContext) -> None:
-        """Lift the hold and any cut; a killed primary stays down (the reset restarts it)."""
+        """Lift the hold and any cut. A primary killed that Sentinel never replaced is started
+        again (empty), so the run can still read a final state (its verdict is unknown)."""
         if getattr(self, "armed_for", None) != id(ctx):
             return
-        raise_if(self.toxics.remove_all(), self.name)
+        errors = self.toxics.remove_all()
+        if self.killed and not self.promoted and ctx.cluster.node_role(self.old) == "down":
+            try:
+                ctx.cluster.restart_node(self.old)
+            except Exception as exc:  # noqa: BLE001
+                errors.append(f"restart node {self.old}: {exc}")
+        raise_if(errors, self.name)
 
     # -- steps ---------------------------------------------------------------------------------
+    def _elect_s(self, ctx: FaultContext) -> float:
+        """How long Sentinel may take: elect_timeout_ms scaled, never less than down-after + 1 s."""
+        return max(ctx.scale(self.elect_timeout_ms), self.down_after_s + 1.0)
+
     def _sentinel_failover(self, cluster: Any) -> None:
         errors = []
         for client in cluster.sentinel_clients():
@@ -164,7 +181,7 @@ class SentinelFailover(Fault):
                          replica_last: dict[str, str]) -> dict[str, Any]:
         """Poll the Sentinels until they name the other node and it says it is the primary."""
         cluster = ctx.cluster
-        deadline = acted_at + ctx.scale(self.elect_timeout_ms)
+        deadline = acted_at + self._elect_s(ctx)
         out: dict[str, Any] = {"detect_s": None, "odown_s": None}
         while True:
             now = time.monotonic()
@@ -181,7 +198,7 @@ class SentinelFailover(Fault):
                 self.beyond = max(self.beyond, self._beyond(old_client, replica_last, quiet=True))
             if now > deadline:
                 raise FaultError(f"sentinel-failover ({self.mode}): Sentinel did not promote node {self.new} within "
-                                 f"{ctx.scale(self.elect_timeout_ms):.1f} s (primary flags per Sentinel: {flags}; "
+                                 f"{self._elect_s(ctx):.1f} s (primary flags per Sentinel: {flags}; "
                                  f"they name {address}); Sentinel logs:\n{cluster.sentinel_logs()}")
             time.sleep(POLL_S)
 
@@ -189,7 +206,7 @@ class SentinelFailover(Fault):
                         replica_last: dict[str, str]) -> float:
         """Until the old primary is a replica of the new one (Sentinel's +convert-to-slave)."""
         cluster = ctx.cluster
-        deadline = time.monotonic() + ctx.scale(self.elect_timeout_ms)
+        deadline = time.monotonic() + self._elect_s(ctx)
         while True:
             role = cluster.node_role(self.old)
             if role == "slave":
@@ -198,7 +215,7 @@ class SentinelFailover(Fault):
                 self.beyond = max(self.beyond, self._beyond(old_client, replica_last, quiet=True))
             if time.monotonic() > deadline:
                 raise FaultError(f"sentinel-failover ({self.mode}): Sentinel did not demote the old primary "
-                                 f"(node {self.old}, role {role}) within {ctx.scale(self.elect_timeout_ms):.1f} s; "
+                                 f"(node {self.old}, role {role}) within {self._elect_s(ctx):.1f} s; "
                                  f"Sentinel logs:\n{cluster.sentinel_logs()}")
             time.sleep(POLL_S)
 

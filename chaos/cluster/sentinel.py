@@ -452,12 +452,19 @@ class SentinelCluster(NativeCluster):
         except redis.RedisError:
             return "down"
 
-    def set_down_after(self, down_after_ms: int) -> None:
+    def set_down_after(self, down_after_ms: int) -> int:
         """SENTINEL SET down-after-milliseconds on every Sentinel (a fault scales it by the
-        run's time scale); a reset puts the default back."""
+        run's time scale); a reset puts the default back. Returns how many Sentinels took it."""
         self.down_after_ms = max(1, int(down_after_ms))
+        answered = 0
         for client in self.sentinel_clients():
-            client.execute_command("SENTINEL", "SET", self.master_name, "down-after-milliseconds", self.down_after_ms)
+            try:
+                client.execute_command("SENTINEL", "SET", self.master_name, "down-after-milliseconds",
+                                       self.down_after_ms)
+                answered += 1
+            except redis.RedisError:    # a stopped or cut Sentinel keeps its setting; the others act
+                continue
+        return answered
 
     def sentinel_logs(self, lines: int = 30) -> str:
         return "\n".join(p.log_tail(lines) for p in self.sentinel_procs)

@@ -29,10 +29,12 @@ import time
 from typing import Any
 
 from chaos.errors import BadArguments
-from faults.base import Fault, FaultContext, FaultError, Param, ToxicSet, raise_if, wait_for_entries, workload_streams
+from chaos.params import Param
+from faults.helpers import ToxicSet, raise_if, wait_for_entries, workload_streams
+from faults.interface import Fault, FaultContext, FaultError
 from faults.promote_replica import confirm_replicating
 
-MODES = ("kill", "partition", "manual")
+MODES = ("partition", "kill", "manual")
 POLL_S = 0.005
 # The orchestrator waits 60 s (times the time scale) for a fault's thread: the fault's own
 # schedule must fit in it, or it would be cut before Sentinel could act.
@@ -47,7 +49,7 @@ SENTINEL_EVENTS = re.compile(r"[+-](sdown|odown|try-failover|elected-leader|sele
 
 class SentinelFailover(Fault):
     name = "sentinel-failover"
-    description = ("hold replication, then kill, partition or SENTINEL FAILOVER the primary; "
+    description = ("partition, kill or SENTINEL FAILOVER the primary (replication optionally held first); "
                    "Sentinel detects, elects and promotes the replica by itself (needs --topology sentinel)")
     params = (
         Param("mode", "partition", "how the primary fails: partition (cut from clients and Sentinels, "

@@ -24,7 +24,7 @@ from chaos.cluster.errors import MissingBinary, Unsupported
 from chaos.cluster.sentinel import ENV, SentinelSpec, UnknownTopology, parse_topology, sentinel_binary
 from chaos.cluster.sentinel_client import redis_client
 from chaos.errors import BadArguments
-from faults.base import FaultError
+from faults.interface import FaultError
 from faults.local import FaultThread, LocalContext
 from faults.registry import get_fault
 

@@ -51,9 +51,11 @@ TREE = ["epic", "feature", "story"]
 
 def allure3_config() -> dict:
     """The Allure 3 config (`allurerc.json`): report name, the same categories, and the
-    default report (awesome) with its tree grouped by area, preset and fault."""
+    default report (awesome) with its tree grouped by area, preset and fault and the steps
+    (runs and their phases) shown expanded."""
     return {"name": REPORT_NAME, "categories": CATEGORIES,
-            "plugins": {"awesome": {"options": {"reportName": REPORT_NAME, "groupBy": TREE}}}}
+            "plugins": {"awesome": {"options": {"reportName": REPORT_NAME, "groupBy": TREE,
+                                                     "stepTreeExpansion": "expanded"}}}}
 
 
 def categories_json() -> str:

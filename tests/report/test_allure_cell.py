@@ -102,7 +102,7 @@ def test_labels_parameters_steps_and_attachments(tmp_path):
     assert [s["status"] for s in runs] == ["passed", "failed"]  # the cell left its expectation
     assert runs[1]["name"].startswith("run 1 (seed 101): invalid")
     phases = [s["name"] for s in runs[0]["steps"]]
-    assert phases[:3] == ["reset (0.10 s)", "arm (0.05 s)", "workload (1.00 s)"] and "fault:latency (0.80 s)" in phases
+    assert phases[:3] == ["reset", "arm", "workload"] and "fault:latency" in phases
     workload = runs[0]["steps"][2]
     assert workload["stop"] - workload["start"] == pytest.approx(1000, abs=2)
     assert runs[0]["start"] <= workload["start"] and runs[0]["stop"] >= workload["stop"]

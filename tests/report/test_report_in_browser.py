@@ -172,7 +172,7 @@ def test_failover_cell_shows_labels_steps_cell_json_and_timeline(report, tools):
     assert runs[0]["status"] == "passed" and "lost" in runs[0]["name"]  # invalid, as its row says
     from chaos import run as orchestrator
     if hasattr(orchestrator, "Phase"):  # seam P: the orchestrator records each phase
-        names = [s["name"].split(" (")[0] for s in runs[0]["steps"] if s.get("type") == "step"]
+        names = [s["name"] for s in runs[0]["steps"] if s.get("type") == "step"]
         assert "workload" in names and any(n.startswith("fault:promote-replica") for n in names), names
     links = {a["name"]: a for a in _attachments(test)}
     assert "cell.json" in links and any(name.endswith("timeline.png") for name in links), list(links)
@@ -185,7 +185,7 @@ def test_failover_cell_shows_labels_steps_cell_json_and_timeline(report, tools):
     _, browser = tools
     with serve(report["dir"]) as url:
         screenshot(browser, url, "allure-overview.png")
-        screenshot(browser, f"{url}#{test['id']}", "allure-failover-cell.png", "1400,2000")
+        screenshot(browser, f"{url}#{test['id']}", "allure-failover-cell.png", "1400,1800")
         screenshot(browser, f"{url}data/attachments/{timeline['id']}{timeline['ext']}", "allure-failover-timeline.png",
                    "1250,600")
 

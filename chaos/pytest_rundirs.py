@@ -63,6 +63,12 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
     if not item.stash[_FAILED] and not item.config.getoption("chaos_keep_runs", False):
         for path in _added(item):
             shutil.rmtree(path, ignore_errors=True)
+        watched = _watched(item)
+        if watched is not None and not (watched / OWNER_FILE).exists():
+            try:
+                watched.rmdir()      # the cluster closed during this test's teardown: nothing is kept
+            except OSError:
+                pass                 # not empty (an earlier test's failure) or not there
     return result
 
 

@@ -242,6 +242,12 @@ def retain(base: Path | None = None, policy: Retention | None = None) -> list[Pa
         owner = _read_owner(path)
         if owner is not None and _alive(owner.pid, owner.create_time):
             continue
+        if owner is None and _empty(path):
+            try:
+                path.rmdir()      # an empty runs dir of a closed cluster: nothing was kept
+            except OSError:
+                pass
+            continue
         try:
             entries.append((path.stat().st_mtime, path))
         except FileNotFoundError:
@@ -258,6 +264,13 @@ def retain(base: Path | None = None, policy: Retention | None = None) -> list[Pa
             shutil.rmtree(path, ignore_errors=True)
             removed.append(path)
     return removed
+
+
+def _empty(path: Path) -> bool:
+    try:
+        return not any(path.iterdir())
+    except OSError:
+        return False
 
 
 def _size(path: Path) -> int:

@@ -60,6 +60,16 @@ def test_a_failing_cell_keeps_its_dirs_where_the_message_says_and_a_passing_cell
     assert [p.name for p in cluster_base.iterdir() if not p.name.startswith(".")] == [], "cluster dirs are gone"
 
 
+def test_a_session_of_passing_cells_keeps_nothing(tmp_path, cluster_base):
+    (tmp_path / "test_cells.py").write_text(CELLS)
+    before = set((cluster_base / ".kept").iterdir()) if (cluster_base / ".kept").exists() else set()
+    for workers in ([], ["-n", "2"]):
+        proc = run_pytest("-p", "no:cacheprovider", "test_cells.py", "-k", "passing", *workers, cwd=tmp_path,
+                          timeout=300, env={"CHAOS_CLUSTER_BASE": str(cluster_base)})
+        assert proc.returncode == 0, proc.stdout[-3000:]
+        assert set((cluster_base / ".kept").iterdir()) == before
+
+
 def test_keep_runs_keeps_a_passing_cell_s_dirs(tmp_path, cluster_base):
     out, (named, *_listed) = session(tmp_path, cluster_base, "--chaos-keep-runs")
     passing = Path(re.search(r"PASSING ROOT (\S+)", out).group(1))

@@ -165,3 +165,18 @@ def test_bad_shard_input_is_refused_before_anything_is_written(tmp_path, make, w
     proc = merge(str(shard), "--out", str(tmp_path / "out"), "--allure", "none")
     assert proc.returncode == 254 and words in proc.stderr, proc.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_allure2_carries_its_history_dir_from_one_night_to_the_next(shards, tmp_path):
+    cli, why = find_allure("npx -y allure-commandline@2.46.1")
+    if cli is None:
+        pytest.skip(f"Allure 2 CLI not available here: {why}")
+    command = " ".join(cli.command)
+    night1, night2 = tmp_path / "night1", tmp_path / "night2"
+    first = merge(*map(str, shards), "--out", str(night1), "--allure", command)
+    assert first.returncode == 0 and "Allure 2 report" in first.stdout, first.stdout + first.stderr
+    second = merge(*map(str, shards), "--out", str(night2), "--history", str(night1 / "state"), "--allure", command)
+    assert second.returncode == 0 and "(history carried over)" in second.stdout, second.stdout + second.stderr
+    trend = json.loads((night2 / "allure-report" / "history" / "history-trend.json").read_text())
+    assert [point["data"]["total"] for point in trend] == [5, 5]
+    assert json.loads((night2 / "state" / "allure2-history" / "history-trend.json").read_text()) == trend

@@ -173,7 +173,7 @@ class TestPlan:
 
     def test_coverage_lists_pairs_without_a_row(self):
         cov = coverage(["s1", "baseline"], ["none", "promote-replica", "kill-consumer"])
-        assert cov["rows"]["s1"]["none"] == 1 and cov["rows"]["baseline"]["promote-replica"] == 1
+        assert cov["rows"]["s1"]["none"] >= 1 and cov["rows"]["baseline"]["promote-replica"] >= 1
         assert ["s1", "kill-consumer"] in cov["uncovered"] and ["s1", "none"] not in cov["uncovered"]
 
 

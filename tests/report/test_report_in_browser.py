@@ -49,6 +49,18 @@ def allure_command() -> list[str] | None:
     return None
 
 
+def allure2_command() -> list[str] | None:
+    """Allure 2 (npm allure-commandline, needs Java) when npx has it cached, else None."""
+    if not (shutil.which("npx") and shutil.which("java")):
+        return None
+    command = ["npx", "--no-install", "allure-commandline@2.46.1"]
+    try:
+        out = subprocess.run([*command, "--version"], capture_output=True, text=True, timeout=120)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return command if out.returncode == 0 and out.stdout.strip().startswith("2.") else None
+
+
 def chromium() -> str | None:
     return shutil.which("chromium") or shutil.which("chromium-browser")
 
@@ -205,6 +217,23 @@ def test_failing_cell_lands_in_its_category(report, tools):
     with serve(report["dir"]) as url:
         screenshot(browser, f"{url}#{test['id']}", "allure-failing-cell.png", "1400,1600")
         screenshot(browser, f"{url}#categories", "allure-categories.png")
+
+
+def test_allure2_applies_the_same_categories_from_the_results_dir(report, tmp_path):
+    """Allure 2 reads categories.json and environment.properties that the plugin wrote."""
+    allure2 = allure2_command()
+    if allure2 is None:
+        pytest.skip("Allure 2 is missing: java and `npx -y allure-commandline@2.46.1 --version` (caches it)")
+    out = tmp_path / "allure2-report"
+    gen = subprocess.run([*allure2, "generate", str(report["results"]), "-o", str(out), "--clean"],
+                         capture_output=True, text=True, timeout=300)
+    assert gen.returncode == 0, gen.stdout + gen.stderr
+    categories = json.loads((out / "data" / "categories.json").read_text())["children"]
+    def leaves(node: dict) -> list[str]:  # category > message > test
+        return [name for child in node.get("children", []) for name in leaves(child)] or [node["name"]]
+    assert {c["name"]: leaves(c) for c in categories} == {"Wrong final state": ["baseline x none"]}
+    env = {e["name"]: e["values"] for e in json.loads((out / "widgets" / "environment.json").read_text())}
+    assert env["seed"] == ["11"] and env["redis.version"][0][0].isdigit()
 
 
 def test_matrix_page(tools, tmp_path):

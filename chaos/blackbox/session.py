@@ -207,6 +207,7 @@ class _Run:
         # in the past would fire every retry at once); the faults start at its first publish.
         spec = {"name": PRODUCER, "role": "producer", "run_dir": str(self.run_dir), "time_scale": self.scale,
                 "seed": self.seed, "redis_url": links.redis_url, "pg_dsn": links.pg_dsn,
+                "sentinels": list(getattr(links, "sentinels", ())), "master_name": getattr(links, "master_name", ""),
                 "failpoints": {}, "producer": {"name": "retrying", "params": {}},
                 "events": [e.routed(self.config.worker.stream).to_dict() for e in events],
                 "encoder": {"format": self.config.encoder.format, "fields": self.config.encoder.fields,

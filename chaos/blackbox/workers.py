@@ -10,6 +10,7 @@ environment, so a fault can hit one worker's link and the code runs as in produc
 | ``CHAOS_STREAM``, ``CHAOS_GROUP`` | the stream and consumer group (the group exists, created at 0) |
 | ``CHAOS_CONSUMER`` | the process name, ``C1`` ... ``CN``: use it as the consumer name |
 | ``CHAOS_REPLICA_URL``, ``CHAOS_TIME_SCALE`` | the replica through its proxy; the run's time scale |
+| ``CHAOS_SENTINELS``, ``CHAOS_MASTER_NAME`` | sentinel topology only: ``host:port,...`` of the Sentinels' proxies and the name they monitor the primary under (``redis.sentinel.Sentinel(...).master_for(name)``) |
 
 The command is split like a shell would (``shlex``) but run without one, so a SIGKILL
 reaches the consumer itself; each worker is its own process group, and a kill reaches
@@ -97,13 +98,14 @@ class WorkerProcess:
         return tail(self.log, lines)
 
     def connected(self) -> bool:
-        """Whether this worker or a child holds an established connection to its Redis proxy."""
-        port = _port(self.links.redis_url)
+        """Whether this worker or a child holds an established connection to its Redis proxy
+        (or, in the sentinel topology, to a Sentinel's)."""
+        ports = {_port(self.links.redis_url), *(_port(f"redis://{s}") for s in getattr(self.links, "sentinels", ()))}
         try:
             root = psutil.Process(self.proc.pid)
             for p in [root, *root.children(recursive=True)]:
                 for c in p.net_connections(kind="tcp"):
-                    if c.status == psutil.CONN_ESTABLISHED and c.raddr and c.raddr.port == port:
+                    if c.status == psutil.CONN_ESTABLISHED and c.raddr and c.raddr.port in ports:
                         return True
         except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
             return False
@@ -144,6 +146,8 @@ class WorkerPool:
                "CHAOS_REDIS_URL": links.redis_url, "CHAOS_REPLICA_URL": links.replica_url,
                "CHAOS_PG_DSN": links.pg_dsn, "CHAOS_STREAM": self.spec.stream,
                "CHAOS_GROUP": self.spec.group, "CHAOS_CONSUMER": name, "PYTHONUNBUFFERED": "1"}
+        if getattr(links, "sentinels", ()):     # the sentinel topology: find the primary by asking Sentinel
+            env.update(CHAOS_SENTINELS=",".join(links.sentinels), CHAOS_MASTER_NAME=links.master_name)
         log = self.log_dir / f"{name}.log"
         log.write_bytes(b"")  # the tail must be this process's own output
         proc = spawner.spawn(self.argv, log=log, cwd=self.cwd, env=env)

@@ -17,8 +17,7 @@ import threading
 import traceback
 from typing import Any
 
-import redis
-
+from chaos.cluster.sentinel_client import spec_client
 from chaos.strategies.ack import AckPolicy
 from chaos.strategies.delivery.sharded import shard_of
 from chaos.strategies.guards import GUARDS
@@ -81,7 +80,7 @@ class Acker(threading.Thread):
                  lock: threading.Lock) -> None:
         super().__init__(name="acker", daemon=True)
         self.env, self.runner, self.inflight, self.lock = env, runner, inflight, lock
-        self.r = redis.Redis.from_url(env.spec["redis_url"], decode_responses=True, protocol=2)
+        self.r = spec_client(env.spec, decode_responses=True, protocol=2)   # through Sentinel in that topology
         self.sel = selectors.DefaultSelector()
         for fd in done_fds:
             self.sel.register(os.fdopen(fd, "r"), selectors.EVENT_READ)

@@ -1,0 +1,79 @@
+"""Expected figures under sentinel-failover (the sentinel topology: Sentinel fails over).
+
+The workload is the failover area's: 250 events over 1.5 s, consumers slower than the
+producer, so there is always a backlog and a job in hand when the primary fails.
+
+* ``partition`` (the default, no hold): the primary is cut from clients and Sentinels but
+  keeps replicating what it had, so nothing acknowledged is lost (lost = 0 for every
+  guard). The job in hand cannot be acked and comes back after the promotion
+  (redelivered); a plain UPDATE applies it again, a rejecting guard does not. The
+  retrying producer's publishes during the detection time fail and are retried, a
+  producer reorder that only business-version guards survive.
+* ``kill`` with ``hold_ms=500``: as promote-replica, but Sentinel decides: acknowledged
+  events lost and processed ones redelivered every run.
+* ``manual`` (``SENTINEL FAILOVER``): the replica is promoted at once while the old
+  primary keeps serving its clients until Sentinel demotes it; what it took meanwhile is
+  dropped with no client error (redis/redis#6062), and entries read and acknowledged
+  there come back as new entries to ``XREADGROUP >`` (redis/redis#5433).
+
+CI runs the few cells in ``CI_CELLS`` (suites/sentinel); the rest are the nightly's:
+``python -m chaos matrix --area sentinel --topology sentinel``.
+"""
+from __future__ import annotations
+
+from chaos.expectations.failover import WORKLOAD, fits, keeps_version_order, prefetches, rejects_copies
+from chaos.expectations.table import RUNS, eq, ge
+from chaos.strategies.presets import PRESETS
+from faults.cells import Cell, rows
+
+FAULT_NAME = "sentinel-failover"
+PARTITION = f"{FAULT_NAME}:after_entries=100,at_ms=0"
+KILL_HELD = f"{FAULT_NAME}:after_entries=100,at_ms=0,mode=kill,hold_ms=500"
+MANUAL = f"{FAULT_NAME}:after_entries=100,at_ms=0,mode=manual"
+RUN_COUNT = 2
+
+
+def _guard_bounds(preset: str) -> dict:
+    bounds = {"duplicated": eq(0) if rejects_copies(preset) else ge(RUNS)}
+    if keeps_version_order(preset):
+        bounds["reordered"] = eq(0)
+    return bounds
+
+
+def partition_cell(preset: str) -> Cell:
+    bounds = dict(lost=eq(0), redelivered=ge(RUNS), published=ge(100 * RUNS), **_guard_bounds(preset))
+    if keeps_version_order(preset):
+        bounds["wrong_final_state_runs"] = eq(0)
+    return Cell(preset, (PARTITION,), RUN_COUNT, bounds, parts={"workload": WORKLOAD},
+                note="primary cut from clients and Sentinels, still replicating: nothing acknowledged lost; "
+                     "the job in hand comes back after Sentinel promotes the replica")
+
+
+def kill_cell(preset: str) -> Cell:
+    bounds = dict(redelivered=ge(RUNS), published=ge(100 * RUNS), **_guard_bounds(preset))
+    if not prefetches(preset):
+        bounds["lost"] = ge(RUNS)
+    return Cell(preset, (KILL_HELD,), RUN_COUNT, bounds, parts={"workload": WORKLOAD},
+                note="replication held 500 ms, primary killed, Sentinel promotes: acknowledged entries lost, "
+                     "processed ones redelivered")
+
+
+def manual_cell(preset: str) -> Cell:
+    bounds = dict(redelivered=ge(RUNS), published=ge(100 * RUNS), **_guard_bounds(preset))
+    if not prefetches(preset):
+        bounds["lost"] = ge(RUNS)
+    return Cell(preset, (MANUAL,), RUN_COUNT, bounds, parts={"workload": WORKLOAD},
+                note="SENTINEL FAILOVER: the old primary takes writes and acks until demoted, all dropped "
+                     "(redis/redis#6062); acked entries come back through > (redis/redis#5433)")
+
+
+# The CI set (about 45 s): s5 holds and s1 shows redelivery under the default partition, and
+# the #5433 replay. Kill mode is exercised in CI by tests/cluster/test_sentinel.py.
+REPLAY_5433 = manual_cell("s1")
+CI_CELLS: list[Cell] = [partition_cell("s5"), partition_cell("s1"), REPLAY_5433]
+_ci = {(c.preset, c.faults) for c in CI_CELLS}
+NIGHTLY_CELLS: list[Cell] = [c for name in PRESETS if fits(name)
+                             for c in (partition_cell(name), kill_cell(name), manual_cell(name))
+                             if (c.preset, c.faults) not in _ci]
+CELLS: list[Cell] = CI_CELLS + NIGHTLY_CELLS
+ROWS = rows(CELLS)

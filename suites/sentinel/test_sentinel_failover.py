@@ -1,0 +1,65 @@
+"""Failover as production does it: Redis Sentinel detects, elects and promotes by itself.
+
+Every run must really have been failed over by Sentinel, and the workers must have found
+the new primary by asking Sentinel (their histories record what Sentinel told them).
+Cells and their reasoning: chaos/expectations/sentinel.py (CI_CELLS here; the rest run
+nightly through `python -m chaos matrix --area sentinel --topology sentinel`).
+"""
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+
+from chaos.expectations.sentinel import CI_CELLS, FAULT_NAME, REPLAY_5433
+from faults import suite
+
+
+def promotion(outcome: suite.CellRun, run: int) -> tuple[float, dict]:
+    """(when, what) of the run's promotion; fails the test if Sentinel never promoted."""
+    stops = [op for op in outcome.histories[run] if op["f"] == "fault" and op["value"].get("name") == FAULT_NAME
+             and op["value"].get("phase") == "stop"]
+    assert stops and stops[0]["value"].get("failed_over"), (
+        f"NO SENTINEL FAILOVER in run {run} of {outcome.cell.test_id}: fault ops {outcome.fault_ops(run)}")
+    return stops[0]["time"], stops[0]["value"]
+
+
+def told(outcome: suite.CellRun, run: int) -> set[str]:
+    """Every primary address Sentinel gave the workers in a run."""
+    return {op["value"]["master"] for op in outcome.histories[run] if op["f"] == "sentinel"}
+
+
+def read_again(outcome: suite.CellRun, run: int, at: float) -> int:
+    """Events delivered before the promotion and delivered again through `>` after it."""
+    history = outcome.histories[run]
+    before = {op["event_id"] for op in history if op["f"] == "deliver" and op["type"] == "ok" and op["time"] < at}
+    return sum(1 for op in history if op["f"] == "deliver" and op["type"] == "ok" and op["time"] >= at
+               and op.get("via") == "read" and op.get("event_id") in before)
+
+
+def client_errors(outcome: suite.CellRun, run: int) -> Counter:
+    """What the producer saw: its failed or unknown publishes, by error type."""
+    return Counter(str((op.get("value") or {}).get("error", "?")).split(":")[0]
+                   for op in outcome.histories[run] if op["f"] == "publish" and op["type"] in ("fail", "info"))
+
+
+@pytest.mark.parametrize("cell", CI_CELLS, ids=[c.test_id.replace(f"{FAULT_NAME}:after_entries=100,at_ms=0", "")
+                                                 .rstrip("|,").replace("|,", "|") or c.test_id for c in CI_CELLS])
+def test_sentinel_cell(cell, cluster, chaos_options) -> None:
+    outcome = suite.run(cell, cluster, chaos_options)
+    runs = range(len(outcome.histories))
+    stops = [promotion(outcome, run) for run in runs]
+    timings = [{k: v.get(k) for k in ("detect_s", "promote_s", "demote_s", "acked_after_sync")} for _, v in stops]
+    again = [read_again(outcome, run, at) for run, (at, _) in zip(runs, stops)]
+    figures = (f"{outcome.figures()}; per run: {timings}; read again through > {again}; "
+               f"producer saw {[dict(client_errors(outcome, run)) for run in runs]}")
+    for run, (_, stop) in zip(runs, stops):
+        assert stop["new_primary_address"] in told(outcome, run), (
+            f"run {run}: no worker was told the new primary {stop['new_primary_address']} by Sentinel "
+            f"(told {told(outcome, run)}): {figures}")
+    if cell is REPLAY_5433:
+        # redis/redis#5433: entries read and acknowledged on the old primary come back as NEW entries
+        assert sum(again) >= 1, f"no acknowledged entry came back through >: {figures}"
+    print(f"{cell.test_id}: {figures}")
+    suite.check(outcome)
+    suite.discard(outcome, chaos_options)

@@ -108,8 +108,9 @@ class JobRunner:
         for stream in {s for s, _, _ in deferred}:
             ids = [entry_id for s, entry_id, _ in deferred if s == stream]
             r.xack(stream, self.group, *ids)
-        for stream, entry_id, ev in deferred:
-            self.env.op("ok", "ack", **ev.op_fields(), entry_id=entry_id, stream=stream, value="batch")
+        history = self.env.history  # one XACK per stream, its ops in one write (produced together)
+        history.ops([history.make("ok", "ack", **ev.op_fields(), entry_id=entry_id, stream=stream, value="batch")
+                     for stream, entry_id, ev in deferred])
 
     def dead_letter(self, r: redis.Redis, stream: str, entry_id: str, ev: Event, delivery_count: int) -> None:
         fields: dict[str, Any] = {**ev.fields(), "source_stream": stream, "source_id": entry_id,

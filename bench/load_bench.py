@@ -1,0 +1,281 @@
+"""Load benchmark: end-to-end events/s, the load cells at full size, cost growth, the failover
+cell's phases; prints one JSON object with every target marked met or not.
+
+Every figure comes from a real run through the orchestrator (chaos.run.run_cell): gated
+producer, consumer processes, the checker. Sections (--only picks some):
+
+* throughput: bulk jobs at cost 0, 1/2/4 consumers in one group (COUNT 100, one XACK per
+  read batch, no effect write: the harness itself), with every worker's links straight to
+  the servers (direct) and through its own proxies (proxy). events/s = handled events /
+  (first publish -> last effect). Targets: the seed lab's Node.js consumers, 11,338/s with
+  one consumer and 30,375/s with four (direct), and proxy >= 0.5 x direct.
+* faults: the load area's cells (chaos/expectations/load.py) at a size (default full:
+  10^5 events over 10^3 orders) for `recommended` under each fault and all three: wall time
+  (target < 30 s), verdict and counts, time by phase, the checker's share, and the peak RSS
+  of every process (sampled every 0.2 s; workers named from the history's spawn ops).
+* growth: the throughput run with 4 consumers through the proxies at 10^4, 10^5 and 10^6
+  events: wall time per size and the ratio per doubling (1.0 = linear). 10^6 is skipped
+  when the 10^5 run says it would take more than --max-growth-s.
+* failover: `s1` under promote-replica, 3 runs at time scale 0.25: each phase's mean time.
+
+The machine is shared: every section records the 1-minute load average before and after.
+
+    python bench/load_bench.py [--only throughput,faults,growth,failover] [--size full|ci]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import platform
+import sys
+import threading
+import time
+from collections import defaultdict
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import psutil  # noqa: E402
+
+import chaos.strategies  # noqa: E402,F401 - parts load in dependency order
+from chaos.cluster import start_cluster  # noqa: E402
+from chaos.cluster.endpoint import pg_dsn, redis_url  # noqa: E402
+from chaos.expectations.load import cells, load_size  # noqa: E402
+from chaos.history import read_history  # noqa: E402
+from chaos.run import run_cell  # noqa: E402
+
+REFERENCE_1 = 11_338     # seed 003's lab, one Node.js consumer, 20,000 jobs
+REFERENCE_4 = 30_375     # the same with four
+PROXY_RATIO_TARGET = 0.5
+FAULT_CELL_TARGET_S = 30.0
+SECTIONS = ("throughput", "faults", "growth", "failover")
+
+
+def load() -> float:
+    return round(os.getloadavg()[0], 2)
+
+
+class Direct:
+    """The cluster with every worker's links straight to the servers (no proxy in the path)."""
+
+    def __init__(self, cluster: Any) -> None:
+        self._cluster = cluster
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._cluster, name)
+
+    def worker_links(self, name: str) -> Any:
+        links = self._cluster.worker_links(name)
+        return replace(links, redis_url=redis_url(self._cluster.primary), replica_url=redis_url(self._cluster.replica),
+                       pg_dsn=pg_dsn(self._cluster.postgres))
+
+
+class PeakMemory:
+    """Peak RSS of this process and every descendant (workers, servers, proxy), by pid."""
+
+    def __init__(self, interval_s: float = 0.2) -> None:
+        self.interval_s, self.peak, self.names = interval_s, {}, {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+
+    def __enter__(self) -> PeakMemory:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _sample(self) -> None:
+        me = psutil.Process()
+        while not self._stop.is_set():
+            for proc in [me, *me.children(recursive=True)]:
+                try:
+                    rss = proc.memory_info().rss
+                    if rss > self.peak.get(proc.pid, 0):
+                        self.peak[proc.pid] = rss
+                        if proc.pid not in self.names:
+                            self.names[proc.pid] = _label(proc, me.pid)
+                except psutil.Error:
+                    continue
+            self._stop.wait(self.interval_s)
+
+    def by_name(self, workers: dict[int, str]) -> dict[str, float]:
+        """MB per process, workers named from the run's history."""
+        out: dict[str, float] = {}
+        for pid, rss in self.peak.items():
+            name = workers.get(pid) or self.names.get(pid, str(pid))
+            out[name] = max(out.get(name, 0.0), round(rss / 2**20, 1))
+        return dict(sorted(out.items(), key=lambda kv: -kv[1]))
+
+
+def _label(proc: psutil.Process, me: int) -> str:
+    if proc.pid == me:
+        return "orchestrator+checker (this process)"
+    cmd = " ".join(proc.cmdline())
+    for needle, name in (("redis-server", "redis-server"), ("valkey-server", "valkey-server"),
+                         ("postgres", "postgres"), ("proxy_main", "proxy"), ("forkserver", "fork server")):
+        if needle in cmd:
+            return f"{name} {proc.pid}" if name in ("redis-server", "valkey-server") else name
+    return f"{proc.name()} {proc.pid}"
+
+
+def spawned(run_dirs: list[Path]) -> dict[int, str]:
+    """pid -> worker name, from the orchestrator's spawn ops."""
+    out = {}
+    for run_dir in run_dirs:
+        for op in read_history(run_dir):
+            value = op.get("value")
+            if op["f"] == "log" and isinstance(value, dict) and "spawned" in value:
+                out[value["pid"]] = value["spawned"]
+    return out
+
+
+def phase_times(result: Any) -> dict[str, float]:
+    """Seconds per phase name, summed over the cell's runs (fault phases by fault)."""
+    out: dict[str, float] = defaultdict(float)
+    for phase in getattr(result, "phases", []) or []:
+        out[phase.name] += phase.end - phase.start
+    return {k: round(v, 3) for k, v in out.items()}
+
+
+def harness_parts(consumers: int, jobs: int) -> dict[str, str]:
+    return {"delivery": f"group:consumers={consumers},count=100", "ack": "after:batch=1", "guard": "noop",
+            "workload": f"bulk:jobs={jobs},cost_ms=0", "producer": "direct"}
+
+
+def harness_run(cluster: Any, consumers: int, jobs: int) -> dict[str, Any]:
+    started = time.monotonic()
+    result = run_cell(cluster, "baseline", [], parts=harness_parts(consumers, jobs), keep_runs="never")
+    metrics = result.metrics[0]
+    # (no effect write: the final-state check fails by design; lost and duplicated still count)
+    return {"consumers": consumers, "events": jobs, "lost": result.counts.lost,
+            "duplicated": result.counts.duplicated, "handled": metrics.handled,
+            "work_s": round(metrics.work_s or 0, 3), "events_per_s": round(metrics.throughput or 0),
+            "wall_s": round(time.monotonic() - started, 2), "phases_s": phase_times(result)}
+
+
+def throughput(cluster: Any, jobs: int, counts: list[int]) -> dict[str, Any]:
+    out: dict[str, Any] = {"load_before": load(), "direct": {}, "proxy": {}}
+    for mode, target in (("direct", Direct(cluster)), ("proxy", cluster)):
+        for n in counts:
+            out[mode][str(n)] = harness_run(target, n, jobs)
+    rate = {mode: {n: out[mode][str(n)]["events_per_s"] for n in counts} for mode in ("direct", "proxy")}
+    out["proxy_over_direct"] = {str(n): round(rate["proxy"][n] / max(1, rate["direct"][n]), 2) for n in counts}
+    targets = {}
+    if 1 in counts:
+        targets["direct_1_consumer_>=_11338"] = {"measured": rate["direct"][1], "met": rate["direct"][1] >= REFERENCE_1}
+        targets["proxy_1_consumer_>=_11338"] = {"measured": rate["proxy"][1], "met": rate["proxy"][1] >= REFERENCE_1}
+    if 4 in counts:
+        targets["direct_4_consumers_>=_30375"] = {"measured": rate["direct"][4], "met": rate["direct"][4] >= REFERENCE_4}
+        targets["proxy_4_consumers_>=_30375"] = {"measured": rate["proxy"][4], "met": rate["proxy"][4] >= REFERENCE_4}
+    targets["proxy_>=_0.5_x_direct"] = {"measured": out["proxy_over_direct"],
+                                        "met": all(v >= PROXY_RATIO_TARGET for v in out["proxy_over_direct"].values())}
+    out["targets"] = targets
+    out["load_after"] = load()
+    return out
+
+
+def fault_cells(cluster: Any, size_name: str, pick: list[str]) -> dict[str, Any]:
+    size = load_size(size_name)
+    out: dict[str, Any] = {"size": size_name, "events": size.total, "workload": size.workload, "cells": {}}
+    for cell in cells(size):
+        if not cell.preset.startswith("recommended") or (pick and not any(p in cell.id for p in pick)):
+            continue
+        before = load()
+        with PeakMemory() as memory:
+            started = time.monotonic()
+            result = run_cell(cluster, cell.preset, list(cell.faults), parts=dict(cell.parts),
+                              keep_runs="always", raise_fault_errors=False)
+            wall = time.monotonic() - started
+        phases = phase_times(result)
+        counts = result.counts.as_dict()
+        out["cells"][cell.id] = {
+            "wall_s": round(wall, 2), "target_wall_s": FAULT_CELL_TARGET_S, "met": wall < FAULT_CELL_TARGET_S,
+            "verdict": result.verdict, "unknown_reasons": [r for run in result.runs for r in run.unknown_reasons],
+            "counts": {k: counts[k] for k in ("published", "lost", "duplicated", "redelivered", "reordered",
+                                              "wrong_keys", "pending_left", "handled")},
+            "phases_s": phases, "checker_share": round(phases.get("check", 0.0) / wall, 3) if wall else None,
+            "peak_rss_mb": memory.by_name(spawned(result.run_dirs)),
+            "load_before": before, "load_after": load()}
+        import shutil
+        shutil.rmtree(result.run_root, ignore_errors=True)
+    return out
+
+
+def growth(cluster: Any, sizes: list[int], max_s: float) -> dict[str, Any]:
+    out: dict[str, Any] = {"consumers": 4, "links": "proxy", "load_before": load(), "runs": {}}
+    done: list[tuple[int, float]] = []
+    for n in sizes:
+        if done:
+            last_n, last_s = done[-1]
+            projected = last_s * n / last_n
+            if projected > max_s:
+                out["runs"][str(n)] = {"skipped": f"projected {projected:.0f} s > {max_s:.0f} s (from the "
+                                                  f"{last_n:,}-event run, assuming linear growth)"}
+                continue
+        run = harness_run(cluster, 4, n)
+        out["runs"][str(n)] = run
+        done.append((n, run["wall_s"]))
+    ratios = {}
+    for (n1, t1), (n2, t2) in zip(done, done[1:]):
+        ratios[f"{n1}->{n2}"] = round((t2 / t1) ** (1 / math.log2(n2 / n1)) / 2, 3)
+    out["time_ratio_per_doubling_over_2"] = ratios
+    out["linear"] = {"target": "<= 1.1 (1.0 = linear)", "met": all(r <= 1.1 for r in ratios.values()) if ratios else None}
+    out["load_after"] = load()
+    return out
+
+
+def failover(cluster: Any, runs: int) -> dict[str, Any]:
+    before = load()
+    started = time.monotonic()
+    result = run_cell(cluster, "s1", ["promote-replica"], runs=runs, time_scale=0.25, keep_runs="never",
+                      raise_fault_errors=False)
+    wall = time.monotonic() - started
+    phases = {k: round(v / runs, 3) for k, v in phase_times(result).items()}
+    return {"cell": "s1 x promote-replica, time scale 0.25", "runs": runs, "verdict": result.verdict,
+            "wall_s": round(wall, 2), "per_run_s": round(wall / runs, 2), "mean_phase_s": phases,
+            "notes": list(getattr(result, "notes", []) or []), "load_before": before, "load_after": load()}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", default=",".join(SECTIONS), help=f"sections: {', '.join(SECTIONS)}")
+    parser.add_argument("--jobs", type=int, default=20_000, help="events of each throughput run")
+    parser.add_argument("--consumers", default="1,2,4")
+    parser.add_argument("--size", default="full", help="load cells' size: full (10^5) or ci (2,000)")
+    parser.add_argument("--cells", default="", help="comma-separated parts of cell ids to run (default all)")
+    parser.add_argument("--growth", default="10000,100000,1000000")
+    parser.add_argument("--max-growth-s", type=float, default=180.0)
+    parser.add_argument("--failover-runs", type=int, default=3)
+    args = parser.parse_args()
+    sections = [s for s in args.only.split(",") if s]
+    unknown = set(sections) - set(SECTIONS)
+    if unknown:
+        raise SystemExit(f"unknown section(s) {sorted(unknown)}; sections are {', '.join(SECTIONS)}")
+    out: dict[str, Any] = {
+        "bench": "load", "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
+                                     "memory_gb": round(psutil.virtual_memory().total / 2**30, 1),
+                                     "load_average_at_start": [round(x, 2) for x in os.getloadavg()]}}
+    cluster = start_cluster("native", f"loadbench-{os.getpid()}")
+    try:
+        if "throughput" in sections:
+            out["throughput"] = throughput(cluster, args.jobs, [int(c) for c in args.consumers.split(",")])
+        if "faults" in sections:
+            out["faults"] = fault_cells(cluster, args.size, [c for c in args.cells.split(",") if c])
+        if "growth" in sections:
+            out["growth"] = growth(cluster, [int(n) for n in args.growth.split(",")], args.max_growth_s)
+        if "failover" in sections:
+            out["failover"] = failover(cluster, args.failover_runs)
+    finally:
+        cluster.close()
+    out["machine"]["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
+    print(json.dumps(out))
+
+
+if __name__ == "__main__":
+    main()

@@ -16,9 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from chaos.checker import INVALID, LOST, REORDERED, UNEXPECTED, UNKNOWN, VALID, WRONG_FINAL_STATE, CellResult
-from chaos.history import HistoryError, format_history, read_history
+from chaos.history import HistoryError, format_history, history_dir, read_history
 
 MAX_RUNS_ATTACHED = 3
+MAX_TEXT_CHARS = 1_000_000  # per text attachment: a 10^5-event history is ~80 MB of text
 # Allure severity from the worst anomaly a cell showed: loss first, then a wrong result,
 # then duplicated effects; a clean cell is minor (it tells nothing new when it passes).
 SEVERITY_BY_KIND = (
@@ -246,12 +247,26 @@ def _attach_runs(result: CellResult, histories: list[list[dict]] | None) -> None
         if history is None:
             continue
         tag = f"run {run.run} ({run.verdict})"
-        allure.attach(trace_text(history), name=f"{tag} trace.txt", attachment_type=allure.attachment_type.TEXT)
-        allure.attach(format_history(history), name=f"{tag} history.txt",
+        where = dirs[index] if index < len(dirs) else None
+        allure.attach(bounded(trace_text(history), where), name=f"{tag} trace.txt",
+                      attachment_type=allure.attachment_type.TEXT)
+        allure.attach(bounded(format_history(history), where), name=f"{tag} history.txt",
                       attachment_type=allure.attachment_type.TEXT)
         if history:
             png = plot_timeline(history, title=f"{tag}, seed {run.seed}")
             allure.attach(png, name=f"{tag} timeline.png", attachment_type=allure.attachment_type.PNG)
+
+
+def bounded(text: str, run_dir: Path | None = None, limit: int = MAX_TEXT_CHARS) -> str:
+    """The text, or its first and last lines within `limit` characters and a line saying how
+    many were left out and where the whole history is."""
+    if len(text) <= limit:
+        return text
+    head = text[: limit // 2].rpartition("\n")[0]
+    tail = text[-(limit // 2):].partition("\n")[2]
+    left_out = text.count("\n") - head.count("\n") - tail.count("\n") - 1
+    where = f"; the whole history is in {history_dir(run_dir)} while the run dir is kept" if run_dir else ""
+    return f"{head}\n... {left_out} lines left out{where} ...\n{tail}"
 
 
 def _history(index: int, histories: list[list[dict]] | None, dirs: list[Path]) -> list[dict] | None:

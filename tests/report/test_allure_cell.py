@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from chaos.checker import FinalState, check_run, summarize
-from chaos.report.allure_cell import allure_active, chosen_runs, report_cell, severity
+from chaos.report.allure_cell import allure_active, bounded, chosen_runs, report_cell, severity
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -151,3 +151,13 @@ def test_no_op_without_allure(tmp_path):
     cell = _cell(lost=False)
     report_cell(cell, area="a", preset="p", fault="none", parts={}, runs=1, seed=0, time_scale=1.0, expected=None)
     assert chosen_runs(cell) == [0]
+
+
+def test_long_texts_keep_their_first_and_last_lines():
+    text = "".join(f"line {i}\n" for i in range(100_000))
+    cut = bounded(text, Path("/runs/run-0"), limit=10_000)
+    assert len(cut) < 10_200 and cut.startswith("line 0\n") and cut.endswith("line 99999\n")
+    (note,) = [line for line in cut.splitlines() if "left out" in line]
+    kept = len(cut.splitlines()) - 1
+    assert note == f"... {100_000 - kept} lines left out; the whole history is in /runs/run-0/history while the run dir is kept ..."
+    assert bounded("short\n") == "short\n"

@@ -154,6 +154,8 @@ def session_environment(config: pytest.Config) -> dict[str, str]:
         env["redis.server"] = "not started (no test used a cluster)"
     options = _chaos_options(config)
     env["backend"] = str(getattr(options, "backend", None) or config.getoption("chaos_backend", None) or "native")
+    from chaos.cluster.sentinel import ENV as TOPOLOGY_ENV  # exported by --chaos-topology
+    env["topology"] = os.environ.get(TOPOLOGY_ENV) or "replica"
     env["time_scale"] = f"{getattr(options, 'time_scale', None) or config.getoption('chaos_time_scale', 1.0):g}"
     seed = getattr(options, "seed", None)
     env["seed"] = str(seed if seed is not None else config.getoption("chaos_seed", None))

@@ -41,6 +41,7 @@ def test_environment_and_categories_from_an_xdist_session_with_a_cluster(tmp_pat
     assert re.fullmatch(r"\d+(\.\d+)*.*", env["postgresql.version"]), env
     assert "API version" in env["proxy"], env
     assert (env["seed"], env["time_scale"], env["backend"]) == ("4242", "0.5", "native")
+    assert env["topology"] == os.environ.get("CHAOS_TOPOLOGY", "replica")
     assert re.fullmatch(r"[0-9a-f]{12}(-dirty)?", env["git.revision"]), env
     assert json.loads((results / "categories.json").read_text()) == CATEGORIES
     assert "1 file(s) in" in proc.stdout and "notes.txt" in proc.stdout and "--clean-alluredir" in proc.stdout

@@ -23,33 +23,41 @@ def test_shards_of_the_real_collection_are_disjoint_and_cover_it(whole_collectio
     assert max(map(len, shards)) - min(map(len, shards)) <= 1   # no durations file: balanced by count
 
 
-def test_shards_follow_a_keyword_filter(whole_collection):
-    selected = collected_ids("-k", "ordering")
-    assert 0 < len(selected) < len(whole_collection)
-    shards = [collected_ids("-k", "ordering", "--chaos-shard", f"{k}/2") for k in (1, 2)]
+def test_shards_follow_a_keyword_filter():
+    paths = ("suites/ordering", "tests/checker")
+    everything = collected_ids(*paths)
+    selected = collected_ids(*paths, "-k", "ordering or history")
+    assert 0 < len(selected) < len(everything)
+    shards = [collected_ids(*paths, "-k", "ordering or history", "--chaos-shard", f"{k}/2") for k in (1, 2)]
     assert_partition(shards, selected)
 
 
 def test_recorded_durations_balance_the_shards(tmp_path, whole_collection):
+    paths = ("tests/checker/test_history_io.py", "tests/faults/test_params.py")
     durations = tmp_path / "durations.json"
-    proc = run_pytest("-q", "tests/checker/test_history_io.py", "tests/faults/test_params.py",
-                      "--chaos-store-durations", str(durations))
+    proc = run_pytest("-q", *paths, "--chaos-store-durations", str(durations))
     assert proc.returncode == 0, proc.stdout[-2000:]
     recorded = json.loads(durations.read_text())
-    assert len(recorded) > 20 and all(v >= 0 for v in recorded.values())
-    # the real ids with real (tiny) durations, plus slow ones to balance: the ids of the failover suite
-    slow = [n for n in whole_collection if n.startswith("suites/failover/")]
-    assert slow
+    ids = collected_ids(*paths)
+    assert sorted(recorded) == sorted(ids) and all(v >= 0 for v in recorded.values())
+    # recorded durations, with a few tests made slow: the option balances them across shards
+    slow = ids[::7]
     weights = {**recorded, **{n: 60.0 + i for i, n in enumerate(slow)}}
     durations.write_text(json.dumps(weights))
-    shards = [collected_ids("--chaos-shard", f"{k}/4", "--chaos-durations", str(durations)) for k in range(1, 5)]
-    assert_partition(shards, whole_collection)
-    mean = sum(weights.get(n, 0) for n in whole_collection) / len(whole_collection)  # unknown ids: the mean
-    known_mean = sum(weights.values()) / len(weights)
-    loads = [sum(weights.get(n, known_mean) for n in shard) for shard in shards]
-    assert max(loads) - min(loads) <= max(weights.values()), (loads, mean)
+    shards = [collected_ids(*paths, "--chaos-shard", f"{k}/3", "--chaos-durations", str(durations))
+              for k in (1, 2, 3)]
+    assert shards == split(ids, 3, weights)
+    assert_partition(shards, ids)
     slow_per_shard = [sum(1 for n in shard if n in slow) for shard in shards]
     assert max(slow_per_shard) - min(slow_per_shard) <= 1, slow_per_shard
+    loads = [sum(weights[n] for n in shard) for shard in shards]
+    assert max(loads) - min(loads) <= max(weights.values()), loads
+    # the same file on the whole real collection (ids it does not know count as the mean)
+    parts = split(whole_collection, 4, weights)
+    assert_partition(parts, whole_collection)
+    mean = sum(weights.values()) / len(weights)
+    loads = [sum(weights.get(n, mean) for n in part) for part in parts]
+    assert max(loads) - min(loads) <= max(weights.values()), loads
 
 
 def test_the_header_says_which_shard_and_how_it_was_balanced(tmp_path):

@@ -19,6 +19,7 @@ from chaos.workload.env import WorkerEnv
 from chaos.workload.jobs import JobRunner, delivery_count
 
 LINK_ERRORS = (redis.ConnectionError, redis.TimeoutError, OSError)
+REFUSED = ("NOREPLICAS", "OOM")     # XREADGROUP and XACK are writes: a primary may refuse them
 
 
 class GroupReader:
@@ -109,4 +110,8 @@ def main(env: WorkerEnv) -> int:
             runner.flush_acks(r)
         except LINK_ERRORS as exc:
             reader.link_broken(exc)
+        except redis.ResponseError as exc:
+            if str(exc).split(" ", 1)[0] not in REFUSED:
+                raise
+            reader.link_broken(exc)   # the primary refused (min-replicas-to-write, maxmemory): retry, do not die
     return 0

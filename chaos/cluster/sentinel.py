@@ -217,6 +217,7 @@ class SentinelCluster(NativeCluster):
         self._sentinels_started = 0.0
         self._following = False
         self._followed_at = 0.0
+        self._resetting = False
         for i in range(1, self.spec.sentinels + 1):
             self.links[f"sentinel-{i}"] = f"{self._prefix}sentinel-{i}"
 
@@ -246,6 +247,7 @@ class SentinelCluster(NativeCluster):
             self._listen[proxy["name"]] = Endpoint.parse(proxy["listen"])
         self._configure_node(self._a)
         self._launch_sentinels()
+        self.wait_good_replicas()
 
     def _attach_replica(self, node: RedisNode) -> None:
         # The replica tells the primary its announced port when it connects (REPLCONF
@@ -253,15 +255,37 @@ class SentinelCluster(NativeCluster):
         self._configure_node(node)
         super()._attach_replica(node)
 
+    def wait_good_replicas(self, timeout: float = READY_TIMEOUT_S) -> None:
+        """With min_replicas, until the primary counts its replica as good: it recounts once a
+        second, and until then refuses every write (a run's first FLUSHALL included)."""
+        if not self.spec.min_replicas:
+            return
+        client, deadline = self._admin(self._a), time.monotonic() + timeout
+        while int(client.info("replication").get("min_slaves_good_slaves", 0)) < self.spec.min_replicas:
+            if time.monotonic() > deadline:
+                raise ClusterError(f"the primary did not count {self.spec.min_replicas} good replica(s) in "
+                                   f"{timeout:.0f} s: {client.info('replication')}")
+            time.sleep(0.01)
+
     def _configure_node(self, node: RedisNode) -> None:
-        """Announce the node's proxy, so Sentinel (and INFO) hand out the proxy's address."""
+        """Announce the node's proxy, so Sentinel (and INFO) hand out the proxy's address; set
+        min-replicas-to-write (not during a reset: it sets it once the replica is back)."""
         announced = self.node_address(node.id)
         client = self._admin(node)
         client.config_set("replica-announce-ip", announced.host)
         client.config_set("replica-announce-port", announced.port)
-        if self.spec.min_replicas:
+        if self.spec.min_replicas and not self._resetting:
             client.config_set("min-replicas-to-write", self.spec.min_replicas)
             client.config_set("min-replicas-max-lag", self.spec.min_replicas_max_lag)
+
+    def _min_replicas(self, count: int) -> None:
+        if not self.spec.min_replicas:
+            return
+        for node in (self._a, self._b):
+            try:
+                self._admin(node).config_set("min-replicas-to-write", count)
+            except redis.RedisError:      # a dead node: it starts again configured (_start_node)
+                pass
 
     def _sentinel_config(self, proc: SentinelProcess) -> list[str]:
         me = self.proxy_endpoint(self.links[proc.name])
@@ -481,7 +505,14 @@ class SentinelCluster(NativeCluster):
             if not clean:
                 self._stop_sentinels()
                 self.down_after_ms = DEFAULT_DOWN_AFTER_MS
-            super().reset()
+            self._min_replicas(0)          # the reset's own FLUSHALL must not be refused
+            self._resetting = True
+            try:
+                super().reset()
+            finally:
+                self._resetting = False
+            self._min_replicas(self.spec.min_replicas)
+            self.wait_good_replicas()
             if clean:
                 self._following, self._followed_at = True, 0.0
             else:

@@ -190,3 +190,31 @@ def test_no_sentinel_binary_names_the_package(monkeypatch):
 def test_the_sentinel_topology_runs_on_the_native_backend_only():
     with pytest.raises(Unsupported, match="native backend only"):
         start_cluster("compose", "never-started", topology="sentinel")
+
+
+def test_min_replicas_refuses_writes_once_the_replica_stops_acking():
+    """`sentinel:min_replicas=1`: with replication held both ways the primary soon answers
+    NOREPLICAS (what a producer must retry), and takes writes again once the hold goes."""
+    cluster = start_cluster(None, f"sentinel-minrep-{os.getpid()}", topology="sentinel:min_replicas=1")
+    try:
+        primary = cluster.direct_redis("primary")
+        assert primary.config_get("min-replicas-to-write")["min-replicas-to-write"] == "1"
+        primary.xadd("s", {"n": 0})
+        link = cluster.links["replication"]
+        for stream in ("downstream", "upstream"):
+            cluster.api.add_toxic(link, "timeout", stream=stream, name=f"hold-{stream}", timeout=0)
+        accepted, refused, deadline = 0, None, time.monotonic() + 10
+        while refused is None and time.monotonic() < deadline:
+            try:
+                primary.xadd("s", {"n": accepted})
+                accepted += 1
+            except redis.ResponseError as exc:
+                refused = str(exc)
+            time.sleep(0.01)
+        assert refused and refused.startswith("NOREPLICAS"), f"no refusal after {accepted} writes: {refused}"
+        for stream in ("downstream", "upstream"):
+            cluster.api.remove_toxic(link, f"hold-{stream}")
+        cluster.reset()
+        cluster.direct_redis("primary").xadd("s", {"n": "after"})
+    finally:
+        cluster.close()

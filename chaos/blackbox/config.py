@@ -52,6 +52,7 @@ from pathlib import Path
 from typing import Any
 
 from chaos.blackbox.errors import ConfigError
+from chaos.blackbox.expect import parse_bound
 
 EVENT_ATTRIBUTES = ("event_id", "key", "version", "etype")
 ENCODER_FORMATS = ("plain", "taskiq", "faststream")
@@ -316,6 +317,4 @@ def _workload(body: dict, where: str) -> WorkloadSpec:
 
 
 def _expect(body: dict, where: str) -> dict[str, Any]:
-    from chaos.blackbox.expect import parse_bound
-
     return {name: parse_bound(name, value, where) for name, value in body.items()}

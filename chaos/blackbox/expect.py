@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from chaos.blackbox.errors import ConfigError
-from chaos.blackbox.verdict import BlackBoxCounts
+from chaos.blackbox.counts import BlackBoxCounts
 from chaos.checker import CellResult
 from chaos.expectations.table import CELL_FIELDS, Compare, Expectation, satisfies
 

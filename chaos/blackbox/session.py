@@ -25,11 +25,12 @@ import redis
 
 import chaos
 from chaos.blackbox.config import WorkerConfig
+from chaos.blackbox.counts import BlackBoxCounts
 from chaos.blackbox.effects import EffectRecorder, schema_fingerprint
 from chaos.blackbox.errors import ConfigError, WorkerError
 from chaos.blackbox.events import intended_events
 from chaos.blackbox.redis_state import StreamState, read_stream_state
-from chaos.blackbox.verdict import (OBSERVER, BlackBoxCounts, BlackBoxRun, check_blackbox_run, final_rows,
+from chaos.blackbox.verdict import (OBSERVER, BlackBoxRun, check_blackbox_run, final_rows,
                                     wall_to_monotonic)
 from chaos.blackbox.workers import WorkerPool, parse_command, tail
 from chaos.checker import CellResult, FinalState, check_run, summarize

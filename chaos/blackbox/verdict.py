@@ -26,30 +26,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from chaos.blackbox.config import WorkerConfig
+from chaos.blackbox.counts import BlackBoxCounts
 from chaos.blackbox.effects import Effect
 from chaos.blackbox.redis_state import StreamState
 from chaos.checker import FinalState, RunResult, check_run
 
 OBSERVER = "postgres"  # the process name of synthesized apply ops
 WRITES = ("INSERT", "UPDATE")
-
-
-@dataclass
-class BlackBoxCounts:
-    """Figures only the black-box view has (the rest are the checker's Counts)."""
-
-    effects: int = 0
-    superseded_unobserved: int = 0
-    unattributed_writes: int = 0
-    side_effects: int = 0
-    duplicated_side_effects: int = 0
-    missing_side_effects: int = 0
-
-    def __add__(self, other: BlackBoxCounts) -> BlackBoxCounts:
-        return BlackBoxCounts(**{k: getattr(self, k) + getattr(other, k) for k in self.__dataclass_fields__})
-
-    def as_dict(self) -> dict[str, int]:
-        return {k: getattr(self, k) for k in self.__dataclass_fields__}
 
 
 @dataclass

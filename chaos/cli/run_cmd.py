@@ -13,14 +13,13 @@ import os
 import shlex
 import shutil
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
+from chaos.cli import blackbox_cmd
+from chaos.cli import options
 from chaos.errors import EXIT_MISMATCH, EXIT_OK, EXIT_UNKNOWN, BadArguments
-
-RUNS_ROOT_ENV = "CHAOS_RUNS_DIR"
 
 
 def _parts(items: list[str]) -> dict[str, str]:
@@ -134,21 +133,20 @@ def _start_cluster(backend: str | None) -> Any:
 
 
 def _runs_root(args: argparse.Namespace) -> Path:
-    root = Path(args.run_dir or os.environ.get(RUNS_ROOT_ENV) or Path(tempfile.gettempdir()) / "chaos-runs")
+    root = options.runs_root(args)
     root.mkdir(parents=True, exist_ok=True)
     return root
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from chaos.blackbox import cli as blackbox_cli
-    if blackbox_cli.wants_blackbox(args):  # your own consumer, checked black-box (docs/blackbox.md)
-        return blackbox_cli.run_from_args(args)
+    runs = _positive(str(args.runs), "--runs", int)
+    scale = _positive(str(args.time_scale), "--time-scale")
+    if blackbox_cmd.wants_blackbox(args):  # your own consumer, checked black-box (docs/blackbox.md)
+        return blackbox_cmd.run_from_args(args)
     if not args.preset:
         raise BadArguments('give --preset NAME (see `python -m chaos list`) or --worker-cmd "..." --worker-config FILE')
     parts = _parts(args.part)
     _check_inputs(args.preset, args.fault or [], parts)
-    runs = _positive(str(args.runs), "--runs", int)
-    scale = _positive(str(args.time_scale), "--time-scale")
     root = _runs_root(args)
     with _start_cluster(args.backend) as cluster:
         out, code = run_one_cell(cluster, args.preset, args.fault or [], parts, runs, args.seed, scale,
@@ -222,19 +220,6 @@ def _write_page(matrix: dict, path: Path) -> None:
     print(f"matrix page: {path} (and {path.with_suffix('.json')})", file=sys.stderr)
 
 
-def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--runs", type=int, default=10, help="runs per cell (default 10)")
-    p.add_argument("--seed", type=int, default=0, help="run i uses seed + i (default 0)")
-    p.add_argument("--time-scale", type=float, default=1.0,
-                   help="multiply every duration (costs, TTLs, backoff, BLOCK, min-idle, faults); >= 0.1 advised")
-    p.add_argument("--json", action="store_true", help="one JSON object on stdout")
-    p.add_argument("--backend", default=None, help="cluster backend: native (default), compose, external")
-    p.add_argument("--server", default=None, help="redis | valkey (default: $CHAOS_SERVER, else redis-server)")
-    p.add_argument("--topology", default=None, help="replica (default) | sentinel[:sentinels=3,quorum=2,"
-                   "min_replicas=0] (default: $CHAOS_TOPOLOGY); see docs/cluster.md")
-    p.add_argument("--run-dir", default=None, help=f"where run dirs go (default ${RUNS_ROOT_ENV} or /tmp/chaos-runs)")
-
-
 def add_parser(subparsers: Any) -> None:
     run = subparsers.add_parser("run", help="run one preset x faults cell")
     run.add_argument("--preset", default=None, help="preset[:k=v,...], see `list` (or --worker-cmd)")
@@ -242,9 +227,8 @@ def add_parser(subparsers: Any) -> None:
     run.add_argument("--part", action="append", default=[], help="replace a whole part: SLOT=SPEC "
                      "(e.g. workload=many-orders:keys=40,events=5)")
     run.add_argument("--trace", action="store_true", help="a lab-notebook trace per run on stderr")
-    _common(run)
-    from chaos.blackbox import cli as blackbox_cli
-    blackbox_cli.add_arguments(run)
+    options.add_run_options(run)
+    blackbox_cmd.add_arguments(run)
     run.set_defaults(func=cmd_run)
     matrix = subparsers.add_parser("matrix", help="run the expectation table's cells and write the matrix page")
     matrix.add_argument("--area", default="", help="only this area's rows (ordering, delivery, producer, ...)")
@@ -252,7 +236,7 @@ def add_parser(subparsers: Any) -> None:
                         "run on defaults, unjudged); default: every row of the table")
     matrix.add_argument("--faults", default="", help="comma-separated faults (none = no fault), as --presets")
     matrix.add_argument("--out", default="", help="matrix page path, e.g. reports/matrix.html (JSON beside it)")
-    _common(matrix)
+    options.add_run_options(matrix)
     for action in matrix._actions:  # the table's cells carry their own run counts
         if action.dest == "runs":
             action.default, action.help = None, "runs per cell (default: each row's own, 3 where its area gives none)"

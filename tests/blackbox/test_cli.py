@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from chaos.blackbox import cli
+from chaos.cli import blackbox_cmd as cli
 from chaos.blackbox.errors import ConfigError
 from chaos.errors import BadArguments
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from chaos.blackbox import cli
+from chaos.cli import blackbox_cmd as cli
 from chaos.blackbox.config import parse_config
 from chaos.blackbox.effects import schema_fingerprint
 from chaos.blackbox.errors import ConfigError

@@ -1,8 +1,9 @@
 """`python -m chaos run --worker-cmd "..." --worker-config FILE [--fault F]... [--runs N]`.
 
-The run command (chaos/cli/run_cmd.py) adds these options with ``add_arguments`` and
-hands over with ``run_from_args`` when ``wants_blackbox(args)``. Output and exit codes
-are the run command's contract: one JSON object with ``--json`` (progress on stderr),
+The black-box mode of the run command: chaos/cli/run_cmd.py adds these two options with
+``add_arguments`` and hands over with ``run_from_args`` when ``wants_blackbox(args)``,
+so both modes share one set of run options (--fault, --runs, --seed, --time-scale, ...)
+with the same defaults. Output and exit codes are the run command's contract: one JSON object with ``--json`` (progress on stderr),
 0 = matches the declared ``[expect]`` (or none declared), 1 = mismatch, 2 = unknown.
 """
 from __future__ import annotations
@@ -13,7 +14,6 @@ import os
 import shlex
 import shutil
 import sys
-import tempfile
 import time
 import uuid
 from pathlib import Path
@@ -22,6 +22,7 @@ from typing import Any
 from chaos.blackbox import expect
 from chaos.blackbox.config import load_config
 from chaos.blackbox.session import BlackBoxCell, preflight, run_blackbox
+from chaos.cli.options import runs_root
 from chaos.errors import EXIT_MISMATCH, EXIT_OK, EXIT_UNKNOWN, BadArguments
 
 PRESET_LABEL = "blackbox"
@@ -48,7 +49,7 @@ def wants_blackbox(args: argparse.Namespace) -> bool:
 
 
 def _faults(args: argparse.Namespace) -> list[str]:
-    given = getattr(args, "fault", None) or []
+    given = args.fault or []
     return [given] if isinstance(given, str) else list(given)
 
 
@@ -56,8 +57,7 @@ def reproduce(args: argparse.Namespace, faults: list[str], seed: int) -> str:
     parts = ["python -m chaos run", f"--worker-cmd {shlex.quote(args.worker_cmd)}",
              f"--worker-config {shlex.quote(args.worker_config)}"]
     parts += [f"--fault {shlex.quote(f)}" for f in faults]
-    parts += [f"--runs {getattr(args, 'runs', 1) or 1}", f"--seed {seed}",
-              f"--time-scale {getattr(args, 'time_scale', 1.0) or 1.0:g}"]
+    parts += [f"--runs {args.runs}", f"--seed {seed}", f"--time-scale {args.time_scale:g}"]
     return " ".join(parts)
 
 
@@ -66,7 +66,7 @@ def to_json(cell: BlackBoxCell, *, args: argparse.Namespace, seed: int, wall_s: 
     exp = expect.expectation(cell.config.expect, cell.extra)
     faults = cell.faults or ["none"]
     out = cell.cell.to_json(preset=PRESET_LABEL, fault="+".join(faults), seed=seed,
-                            time_scale=getattr(args, "time_scale", 1.0) or 1.0, expected=exp,
+                            time_scale=args.time_scale, expected=exp,
                             wall_s=round(wall_s, 3), run_dir=run_dir, reproduce=reproduce(args, cell.faults, seed))
     out.update(cell.extra.as_dict())
     out["blackbox"] = {"worker_cmd": args.worker_cmd, "worker_config": args.worker_config,
@@ -83,33 +83,25 @@ def exit_code(data: dict) -> int:
     return EXIT_OK if data["matches_expectation"] else EXIT_MISMATCH
 
 
-def runs_root(args: argparse.Namespace) -> Path:
-    """Where run dirs go: --run-dir, else $CHAOS_RUNS_DIR, else <tmp>/chaos-runs (as for presets)."""
-    return Path(getattr(args, "run_dir", None) or os.environ.get("CHAOS_RUNS_DIR")
-                or Path(tempfile.gettempdir()) / "chaos-runs")
-
-
 def run_from_args(args: argparse.Namespace) -> int:
     """Start a topology, run the cell, print, return the exit code."""
     from chaos.cluster import start_cluster
 
     config = load_config(args.worker_config)  # bad input: exit 254 before anything starts
     faults = _faults(args)
-    preflight(args.worker_cmd, config, faults, int(getattr(args, "runs", 1) or 1))
-    seed = getattr(args, "seed", None)
-    seed = int(seed) if seed is not None else int(time.time()) % 100000
-    quiet = getattr(args, "json", False) and not getattr(args, "trace", False)
+    preflight(args.worker_cmd, config, faults, args.runs)
+    seed = args.seed
+    quiet = args.json and not args.trace
     say = (lambda line: None) if quiet else (lambda line: print(line, file=sys.stderr, flush=True))
     t0 = time.monotonic()
     run_root = runs_root(args) / f"blackbox-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}"
     run_root.mkdir(parents=True)
-    cluster = start_cluster(getattr(args, "backend", None), f"bb-{os.getpid()}-{uuid.uuid4().hex[:6]}")
+    cluster = start_cluster(args.backend, f"bb-{os.getpid()}-{uuid.uuid4().hex[:6]}")
     data: dict | None = None
     try:
-        cell = run_blackbox(cluster, args.worker_cmd, config, faults=faults, runs=int(getattr(args, "runs", 1) or 1),
-                            seed=seed, time_scale=float(getattr(args, "time_scale", 1.0) or 1.0),
-                            run_root=run_root, log=say, reset=False,
-                            trace=(lambda line: print(line, file=sys.stderr)) if getattr(args, "trace", False) else None)
+        cell = run_blackbox(cluster, args.worker_cmd, config, faults=faults, runs=args.runs, seed=seed,
+                            time_scale=args.time_scale, run_root=run_root, log=say, reset=False,
+                            trace=(lambda line: print(line, file=sys.stderr)) if args.trace else None)
         data = to_json(cell, args=args, seed=seed, wall_s=time.monotonic() - t0, run_dir=run_root)
     except BadArguments:
         shutil.rmtree(run_root, ignore_errors=True)  # nothing ran: nothing to keep
@@ -119,7 +111,7 @@ def run_from_args(args: argparse.Namespace) -> int:
         if data is not None and data["verdict"] == "valid" and data["matches_expectation"]:
             shutil.rmtree(run_root, ignore_errors=True)  # kept only when there is something to look at
             data["run_dir"] = None
-    if getattr(args, "json", False):
+    if args.json:
         print(json.dumps(data, default=str))
     else:
         print(summary(data))
@@ -136,32 +128,3 @@ def summary(data: dict) -> str:
     lines += [f"  unknown: {r.splitlines()[0]}" for r in data["unknown_reasons"]]
     lines.append(f"  reproduce: {data['reproduce']}")
     return "\n".join(lines)
-
-
-def main(argv: list[str] | None = None) -> int:
-    """`python -m chaos.blackbox.cli ...`: the same run without the run command (same options)."""
-    from chaos.cli import _Parser
-    from chaos.errors import EXIT_BAD_ARGS
-
-    parser = _Parser(prog="python -m chaos.blackbox.cli", description="run your consumer under faults")
-    add_arguments(parser)
-    parser.add_argument("--fault", action="append", default=[], help="fault[:k=v,...]; may be repeated")
-    parser.add_argument("--runs", type=int, default=1)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--time-scale", type=float, default=1.0)
-    parser.add_argument("--json", action="store_true")
-    parser.add_argument("--trace", action="store_true")
-    parser.add_argument("--backend", default=None)
-    parser.add_argument("--run-dir", default=None)
-    args = parser.parse_args(argv)
-    try:
-        if not wants_blackbox(args):
-            raise BadArguments("give --worker-cmd \"...\" and --worker-config FILE")
-        return run_from_args(args)
-    except BadArguments as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return EXIT_BAD_ARGS
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -512,7 +512,7 @@ class _Run:
         metrics = RunMetrics(self.index, self.seed, time.monotonic() - started, handled, work_s,
                              handled / work_s if work_s else None, str(self.dir))
         if cell.trace is not None:
-            from chaos.workload.trace import trace_lines
+            from chaos.trace import trace_lines
             cell.trace(f"--- run {self.index} (seed {self.seed}): {result.verdict}")
             for line in trace_lines(history, origin=self.t0):
                 cell.trace(line)

@@ -177,7 +177,7 @@ class _Run:
         if silent:  # a worker that never wrote cannot be judged: its "wrong state" is the rig's, not its own
             result.result.verdict = "unknown"
         if self.trace is not None:
-            from chaos.workload.trace import trace_lines
+            from chaos.trace import trace_lines
 
             self.trace(f"--- run {self.run} (seed {self.seed}): {result.result.verdict}")
             for op in result.history:

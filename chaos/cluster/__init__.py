@@ -22,7 +22,7 @@ __all__ = ["BACKENDS", "Cluster", "ClusterError", "Endpoint", "EngineUnreachable
 
 
 def __getattr__(name: str):
-    # Lazy: the proxy server process runs `python -m chaos.cluster.proxy_main` and must not pay
+    # Lazy: the proxy server process runs `python -m chaos.proxy` and must not pay
     # for importing redis and psycopg (0.3 s) just to start.
     if name == "Cluster":
         from chaos.cluster.topology import Cluster

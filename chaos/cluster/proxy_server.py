@@ -23,7 +23,7 @@ EMBEDDED = "embedded"
 
 
 class EmbeddedProxyProcess(LocalServer):
-    """``python -m chaos proxy serve --port 0 --port-file F`` (via proxy_main): it picks its own port."""
+    """``python -m chaos.proxy serve --port 0 --port-file F``: it picks its own port."""
 
     kind = "proxy"
 
@@ -32,7 +32,7 @@ class EmbeddedProxyProcess(LocalServer):
         self.port_file = workdir / "proxy.port"
 
     def argv(self) -> list[str]:
-        return [sys.executable, "-m", "chaos.cluster.proxy_main", "serve", "--host", self.host, "--port", "0",
+        return [sys.executable, "-m", "chaos.proxy", "serve", "--host", self.host, "--port", "0",
                 "--port-file", str(self.port_file)]
 
     def env(self) -> dict[str, str]:

@@ -68,7 +68,7 @@ def chosen_runs(result: CellResult, limit: int = MAX_RUNS_ATTACHED) -> list[int]
 
 def trace_text(history: list[dict]) -> str:
     """The lab-notebook trace (one readable line per meaningful op)."""
-    from chaos.workload.trace import trace_lines
+    from chaos.trace import trace_lines
     return "\n".join(trace_lines(history)) + "\n"
 
 

@@ -26,10 +26,8 @@ from chaos.errors import BadArguments
 from chaos.params import Param
 from chaos.strategies.plan import PRODUCER, ProcessPlan
 from chaos.strategies.producers import Producer
-from chaos.workload import outbox
-from chaos.workload.dispatcher import ROLE as DISPATCHER_ROLE
-from chaos.workload.dispatcher import DispatcherConfig
 from chaos.events import Event
+from chaos.strategies.outbox_relay import DISPATCHER_ROLE, WRITER_ROLE, DispatcherConfig, has_schema, unpublished_count
 
 DISPATCHER_KIND = "dispatcher"   # neither PRODUCER (exits when done) nor CONSUMER (reads a group)
 MAX_DISPATCHERS = 16
@@ -86,7 +84,7 @@ class OutboxProducer(Producer):
 
     def drained(self, conn: object) -> bool:
         """No committed row is waiting for a dispatcher."""
-        return not outbox.has_schema(conn) or outbox.unpublished_count(conn) == 0
+        return not has_schema(conn) or unpublished_count(conn) == 0
 
     def plans(self, events: list[Event]) -> list[ProcessPlan]:
         """One service process per `Event.producer` writing its outbox, plus the dispatchers."""
@@ -94,7 +92,7 @@ class OutboxProducer(Producer):
         for ev in events:
             by_service[ev.producer].append(ev)
         self.check_events(events)
-        services = [ProcessPlan(name, outbox.WRITER_ROLE, PRODUCER,
+        services = [ProcessPlan(name, WRITER_ROLE, PRODUCER,
                                 {"events": [e.to_dict() for e in evs], "rollback": self.rolled_back()})
                     for name, evs in sorted(by_service.items())]
         config = self.config().__dict__

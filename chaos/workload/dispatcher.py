@@ -27,75 +27,19 @@ or key lock held), once per process: a GC pause, the case parallel naive relays 
 """
 from __future__ import annotations
 
-import sys
 import time
-from dataclasses import dataclass
-from typing import Any
 
 import psycopg
 import redis
 
 from chaos.workload.env import WorkerEnv
 from chaos.workload.failpoints import FailpointFailure
-from chaos.workload.outbox import OUTBOX_TABLE, ROW_COLUMNS, OutboxRow, row_from_record
+from chaos.strategies.outbox_relay import DISPATCHER_ROLE as ROLE  # noqa: F401 - the role this module plays
+from chaos.strategies.outbox_relay import OUTBOX_TABLE, DispatcherConfig
+from chaos.workload.outbox import ROW_COLUMNS, OutboxRow, row_from_record
 
-ROLE = "dispatcher"
-MODES = ("naive", "per-key")
-SELECTORS = ("event_id", "key", "etype")
 FAILPOINTS = ("before_publish", "after_xadd_before_mark", "after_publish_fail")
 OUTBOX_LOCK_CLASS = 0x0B0C  # first key of the two-int advisory lock: "the outbox, by key"
-
-
-def _selectors(spec: dict[str, Any], knobs: set[str], what: str) -> dict[str, Any]:
-    """The row selectors of a `fail`/`stall` spec, checked: at least one, nothing unknown."""
-    selectors = {k: v for k, v in spec.items() if k not in knobs}
-    if not selectors or set(selectors) - set(SELECTORS):
-        raise ValueError(f"dispatcher {what}={spec!r}: give {', '.join(sorted(knobs))} and one of "
-                         f"{', '.join(SELECTORS)}, e.g. {{'event_id': 'e42-1', {sorted(knobs)[0]!r}: 2}}")
-    return selectors
-
-
-def _matches(selectors: dict[str, Any], row: OutboxRow) -> bool:
-    return all(str(getattr(row, k)) == str(v) for k, v in selectors.items())
-
-
-@dataclass(frozen=True)
-class DispatcherConfig:
-    """``spec["dispatcher"]``: the relay discipline, its poll interval, and injected row faults.
-
-    ``fail`` = ``{selector: value, "attempts": n}``: the row's first n publishes fail.
-    ``stall`` = ``{selector: value, "ms": t}``: the dispatcher that holds the row waits t ms
-    (scaled) before its XADD, once per process (a GC pause, a slow link), holding its locks.
-    """
-
-    mode: str = "per-key"
-    poll_ms: float = 100.0
-    timeout_ms: float = 2000.0
-    fail: dict[str, Any] | None = None
-    stall: dict[str, Any] | None = None
-
-    def __post_init__(self) -> None:
-        if self.mode not in MODES:
-            raise ValueError(f"dispatcher mode {self.mode!r} is unknown; use one of {', '.join(MODES)}")
-        if self.poll_ms <= 0 or self.timeout_ms <= 0:
-            raise ValueError(f"dispatcher poll_ms={self.poll_ms} and timeout_ms={self.timeout_ms} must be > 0")
-        if self.fail is not None:
-            _selectors(self.fail, {"attempts"}, "fail")
-        if self.stall is not None:
-            _selectors(self.stall, {"ms"}, "stall")
-
-    def fails(self, row: OutboxRow) -> bool:
-        """Whether this publish of `row` must fail: it matches `fail` and has fewer attempts.
-
-        Counted on the row (outbox.attempts), so the failures are the row's first attempts
-        whichever dispatcher makes them, respawned ones included.
-        """
-        if not self.fail or not _matches(_selectors(self.fail, {"attempts"}, "fail"), row):
-            return False
-        return row.attempts < int(self.fail.get("attempts", 2))
-
-    def stalls(self, row: OutboxRow) -> bool:
-        return bool(self.stall) and _matches(_selectors(self.stall, {"ms"}, "stall"), row)
 
 
 class InjectedPublishFailure(Exception):
@@ -229,12 +173,3 @@ def main(env: WorkerEnv) -> int:
     """Worker role entry: ``spec["dispatcher"]`` is a DispatcherConfig."""
     Dispatcher(env, DispatcherConfig(**env.spec.get("dispatcher", {}))).run()
     return 0
-
-
-if __name__ == "__main__":  # debugging alone: python -m chaos.workload.dispatcher SPEC.json
-    import json
-
-    from chaos.workload.worker import ROLES, run
-    ROLES.setdefault(ROLE, main)
-    with open(sys.argv[1]) as fh:
-        sys.exit(run(json.load(fh)))

@@ -29,14 +29,11 @@ from typing import TYPE_CHECKING, Any, Mapping
 import psycopg
 
 from chaos.events import Event
+from chaos.strategies.outbox_relay import (  # noqa: F401 - the contract, used here and by tests
+    OUTBOX_TABLE, SOURCE_TABLE, WRITER_ROLE, has_schema, unpublished_count)
 
 if TYPE_CHECKING:  # the worker side only; keeps this module importable without a WorkerEnv
     from chaos.workload.env import WorkerEnv
-
-WRITER_ROLE = "outbox-producer"
-
-OUTBOX_TABLE = "outbox"
-SOURCE_TABLE = "source_orders"
 
 SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS {SOURCE_TABLE} (
@@ -168,20 +165,10 @@ def read_outbox(conn: psycopg.Connection) -> list[OutboxRow]:
     return [row_from_record(r) for r in conn.execute(f"SELECT {ROW_COLUMNS} FROM {OUTBOX_TABLE} ORDER BY id")]
 
 
-def unpublished_count(conn: psycopg.Connection) -> int:
-    """Rows no dispatcher has marked published yet: the drain waits for 0."""
-    return conn.execute(f"SELECT count(*) FROM {OUTBOX_TABLE} WHERE published_at IS NULL").fetchone()[0]
-
-
 def read_source(conn: psycopg.Connection) -> dict[str, dict[str, Any]]:
     """The service's own business rows: key -> {status, version}."""
     rows = conn.execute(f"SELECT key, status, version FROM {SOURCE_TABLE} ORDER BY key")
     return {key: {"status": status, "version": version} for key, status, version in rows}
-
-
-def has_schema(conn: psycopg.Connection) -> bool:
-    """Whether this database has an outbox table (a run without an outbox producer has none)."""
-    return conn.execute("SELECT to_regclass(%s) IS NOT NULL", (OUTBOX_TABLE,)).fetchone()[0]
 
 
 def producer_main(env: WorkerEnv) -> int:

@@ -17,8 +17,8 @@ ROLES: dict[str, Callable[[WorkerEnv], int]] = {
     "producer": producer.main,
     "consumer": consumer.main,
     "reader": fanout.main,
-    "outbox-producer": outbox.producer_main,
-    "dispatcher": dispatcher.main,
+    outbox.WRITER_ROLE: outbox.producer_main,
+    dispatcher.ROLE: dispatcher.main,
 }
 
 

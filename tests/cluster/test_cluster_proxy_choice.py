@@ -14,7 +14,7 @@ def test_a_toxiproxy_server_binary_is_started_with_its_own_flags(tmp_path, monke
     # A stand-in with toxiproxy-server's command line (-host H -port P) that runs the embedded server.
     shim = tmp_path / "toxiproxy-server"
     shim.write_text(f'#!/bin/sh\n[ "$1" = -host ] && [ "$3" = -port ] || exit 9\n'
-                    f'exec {sys.executable} -m chaos.cluster.proxy_main serve --host "$2" --port "$4"\n')
+                    f'exec {sys.executable} -m chaos.proxy serve --host "$2" --port "$4"\n')
     shim.chmod(0o755)
     monkeypatch.setenv("CHAOS_PROXY_SERVER", str(shim))
     with NativeCluster.start(f"shim-{tmp_path.name[-12:]}") as cluster:

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from chaos.workload.failpoints import FailpointFailure, Failpoints, validate
-from chaos.workload.trace import trace_lines
+from chaos.trace import trace_lines
 
 
 def _fps(tmp_path, spec):

@@ -4,23 +4,39 @@ A guard is the write side of a strategy. It gets the event, the stream entry id 
 `work` callable (the job's simulated cost; it raises PoisonJob for a poison job) and
 returns an Outcome: rows the effect write affected and the effect kind the checker
 reads (`applied`, `stale` for a rejected older version, `duplicate` for a seen event id).
-Guards run inside consumer processes, bound to that process's WorkerEnv.
+Guards run inside consumer processes, bound to that process's environment (GuardEnv).
 """
 from __future__ import annotations
 
+import random
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, ClassVar
+from typing import Any, Callable, ClassVar, Protocol
 
 import psycopg
 
-from chaos.strategies.guards.effect import write_state
-from chaos.strategies.part import Part
 from chaos.events import Event
-
-if TYPE_CHECKING:
-    from chaos.workload.env import WorkerEnv
+from chaos.strategies.guards.effect import Failpoints, write_state
+from chaos.strategies.part import Part
 
 APPLIED, STALE, DUPLICATE = "applied", "stale", "duplicate"
+
+
+class GuardEnv(Protocol):
+    """What a guard uses of its consumer process; chaos.workload.env.WorkerEnv plays it
+    (the worker side imports the guards, never the other way round)."""
+
+    failpoints: Failpoints
+    rng: random.Random
+
+    def pg(self) -> psycopg.Connection: ...
+
+    def redis(self, *, timeout_ms: float | None = None) -> Any: ...
+
+    def op(self, type: str, f: str, **fields: Any) -> dict: ...
+
+    def scaled_ms(self, ms: float) -> float: ...
+
+    def sleep_ms(self, ms: float) -> None: ...
 
 
 @dataclass
@@ -35,7 +51,7 @@ class Guard(Part):
     seeds_rows: ClassVar[bool] = True   # the orchestrator creates each key's row before the run
     schema: ClassVar[str] = ""          # extra DDL the guard needs (created before each run)
 
-    def bind(self, env: WorkerEnv) -> Guard:
+    def bind(self, env: GuardEnv) -> Guard:
         self.env = env
         return self
 

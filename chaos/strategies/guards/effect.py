@@ -6,10 +6,20 @@ compare-and-set condition `version < $v` (S5); without it the write is a plain U
 """
 from __future__ import annotations
 
+from typing import Any, Protocol
+
 import psycopg
 
 from chaos.events import Event
-from chaos.workload.failpoints import Failpoints
+
+
+class Failpoints(Protocol):
+    """The failpoints a guard passes through (chaos.workload.failpoints.Failpoints plays it)."""
+
+    armed: dict[str, Any]
+
+    def hit(self, name: str, etype: str | None = None, *, key: str | None = None,
+            event_id: str | None = None, **context: Any) -> None: ...
 
 # One statement, so an autocommit write is one round trip; the projection row exists for
 # every key (seeded), so the rows it bumps equal the state rows the UPDATE changed.

@@ -1,5 +1,8 @@
 """The lab-notebook trace of a run (`run --trace`): one readable line per meaningful op.
 
+A rendering of a history (chaos/history.py), beside it at the bottom of the house: the
+orchestrator, the black-box runner and the reports all print it, none of them owns it.
+
     t=   2 ms  C1 got 17925..-0 created (v=1)
     t= 816 ms  C1 wrote status=created -> UPDATE 1
 """

@@ -17,7 +17,7 @@ drain_s = 15              # after the workload, how long the workers get to sett
 dlq_stream = "orders:dlq" # optional: where the consumer dead-letters
 env = { LOG_LEVEL = "info" }
 
-[encoder]                 # how an event looks on the stream (see chaos/blackbox/encoders.py)
+[encoder]                 # how an event looks on the stream (see chaos/encoders.py)
 format = "plain"          # plain | taskiq | faststream
 task_name = "app:handle"  # taskiq only
 fields = { order_id = "key", status = "etype", version = "version", event_id = "event_id" }
@@ -53,8 +53,8 @@ from typing import Any
 
 from chaos.blackbox.errors import ConfigError
 from chaos.blackbox.expect import parse_bound
+from chaos.encoders import EVENT_ATTRIBUTES, EncoderSpec
 
-EVENT_ATTRIBUTES = ("event_id", "key", "version", "etype")
 ENCODER_FORMATS = ("plain", "taskiq", "faststream")
 
 
@@ -84,15 +84,6 @@ class SideEffectSpec:
 
     def columns(self) -> list[str]:
         return [c for c in (self.event_id, self.key, self.version) if c]
-
-
-@dataclass(frozen=True)
-class EncoderSpec:
-    """How an event becomes stream fields the user's library reads unchanged."""
-
-    format: str = "plain"
-    fields: dict[str, str] = field(default_factory=lambda: {a: a for a in EVENT_ATTRIBUTES})
-    task_name: str | None = None
 
 
 @dataclass(frozen=True)

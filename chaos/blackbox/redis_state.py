@@ -8,8 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from chaos.blackbox.config import EncoderSpec
-from chaos.blackbox.encoders import decode_attributes
+from chaos.encoders import EncoderSpec, decode_attributes
 
 
 @dataclass

@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shlex
 import shutil
 import sys
 import time
@@ -20,6 +19,7 @@ from typing import Any
 from chaos.cli import blackbox_cmd
 from chaos.cli import options
 from chaos.errors import EXIT_MISMATCH, EXIT_OK, EXIT_UNKNOWN, BadArguments
+from chaos.replay import reproduce_command
 
 
 def _parts(items: list[str]) -> dict[str, str]:
@@ -40,23 +40,6 @@ def _positive(text: str, what: str, kind: type = float) -> Any:
     if value <= 0:
         raise BadArguments(f"{what} must be > 0, got {text}")
     return value
-
-
-def reproduce_command(preset: str, faults: list[str], parts: dict[str, str], runs: int, seed: int,
-                      time_scale: float, backend: str | None = None) -> str:
-    argv = ["python", "-m", "chaos", "run", "--preset", preset]
-    for fault in faults:
-        argv += ["--fault", fault]
-    for slot, spec in parts.items():
-        argv += ["--part", f"{slot}={spec}"]
-    argv += ["--runs", str(runs), "--seed", str(seed), "--time-scale", f"{time_scale:g}"]
-    if backend:
-        argv += ["--backend", backend]
-    if os.environ.get("CHAOS_SERVER"):      # set by --server: the replay runs the same server
-        argv += ["--server", os.environ["CHAOS_SERVER"]]
-    if os.environ.get("CHAOS_TOPOLOGY", "replica") != "replica":   # exported by --topology
-        argv += ["--topology", os.environ["CHAOS_TOPOLOGY"]]
-    return " ".join(shlex.quote(a) for a in argv)
 
 
 class Progress:

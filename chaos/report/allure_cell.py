@@ -96,10 +96,7 @@ def cell_object(result: CellResult, *, preset: str, fault: str, parts: Mapping[s
 
 def _reproduce(preset: str, fault: str, parts: Mapping[str, str], runs: int, seed: int, time_scale: float) -> str:
     """The command that replays the cell (the same as `chaos run` prints)."""
-    try:
-        from chaos.cli.run_cmd import reproduce_command
-    except ImportError:  # moved: the cell is still reported, without its replay line
-        return ""
+    from chaos.replay import reproduce_command
     faults = [] if fault in ("", "none") else list(_fault_specs(fault))
     return reproduce_command(preset, faults, dict(parts), runs, seed, time_scale)
 

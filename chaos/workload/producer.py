@@ -56,9 +56,8 @@ class Publisher:
         self.barriers_passed: set[str] = set()
         self.fields = Event.fields
         encoder = env.spec.get("encoder")
-        if encoder:  # a black-box run publishes in the user's library format (chaos/blackbox)
-            from chaos.blackbox.config import EncoderSpec
-            from chaos.blackbox.encoders import encoder_for
+        if encoder:  # a black-box run publishes in the user's library format (chaos/encoders.py)
+            from chaos.encoders import EncoderSpec, encoder_for
             self.fields = encoder_for(EncoderSpec(**encoder))
 
     def publish(self, ev: Event, attempt: int) -> bool:

@@ -3,8 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from chaos.blackbox.config import EncoderSpec
-from chaos.blackbox.encoders import decode_attributes, encoder_for
+from chaos.encoders import EncoderSpec, decode_attributes, encoder_for
 from chaos.events import Event
 
 EVENT = Event("e42-2", "42", "paid", 2)

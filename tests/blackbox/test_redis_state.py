@@ -1,8 +1,7 @@
 """The final Redis state of a black-box run, tied to events by decoding the library's format."""
 from __future__ import annotations
 
-from chaos.blackbox.config import EncoderSpec
-from chaos.blackbox.encoders import encoder_for
+from chaos.encoders import EncoderSpec, encoder_for
 from chaos.blackbox.redis_state import read_stream_state
 from chaos.blackbox.session import raw_redis
 from chaos.events import Event

@@ -1,6 +1,6 @@
 """Fixtures for the outbox tests: the outbox schema on the cluster, and real dispatcher processes.
 
-Dispatchers are spawned as `python -m chaos.workload.dispatcher SPEC.json` (worker role
+Dispatchers are spawned as `python -m chaos.workload.worker SPEC.json` (worker role
 `dispatcher`) on their own proxies (`cluster.worker_links`), so a test can cut one
 dispatcher's link. They are SIGTERMed, then SIGKILLed, and their run dir removed at the end.
 """
@@ -46,7 +46,7 @@ class Relay:
                     "failpoints": (failpoints or {}).get(name, {}), "dispatcher": {"mode": mode, **config}}
             path = self.run_dir / f"{name}.json"
             path.write_text(json.dumps(spec))
-            proc = spawn([sys.executable, "-m", "chaos.workload.dispatcher", str(path)],
+            proc = spawn([sys.executable, "-m", "chaos.workload.worker", str(path)],
                          log=self.run_dir / f"{name}.log", cwd=REPO)
             self.procs.append(proc)
             started.append(proc)

@@ -15,7 +15,8 @@ decoding with the library itself):
   subscriber's parameters are filled from.
 
 Ids the library would generate (taskiq's task_id, FastStream's correlation_id) are
-derived from the event id, so a run replays byte for byte.
+derived from the event id, so a run replays byte for byte. A leaf beside the event
+model: the producer process encodes with it, the black-box runner decodes.
 """
 from __future__ import annotations
 
@@ -23,12 +24,21 @@ import json
 import struct
 import uuid
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
-from chaos.blackbox.config import EncoderSpec
-
+EVENT_ATTRIBUTES = ("event_id", "key", "version", "etype")
 Fields = dict[str, str | bytes]
 _NAMESPACE = uuid.UUID("6f1c2a52-4b1e-4c59-9a3e-2f8d1b7c0a11")  # fixed: ids replay across runs
+
+
+@dataclass(frozen=True)
+class EncoderSpec:
+    """How an event becomes stream fields the user's library reads unchanged."""
+
+    format: str = "plain"
+    fields: dict[str, str] = field(default_factory=lambda: {a: a for a in EVENT_ATTRIBUTES})
+    task_name: str | None = None
 
 
 def event_value(event: Any, attribute: str) -> Any:

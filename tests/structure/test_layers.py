@@ -1,0 +1,157 @@
+"""The house's layering, read from the code's own imports (ast, every import counts: at the
+top, inside a function, under TYPE_CHECKING).
+
+Layers point down: errors, params and events at the bottom; cluster and proxy; workload
+and strategies; faults; the orchestrator and the checker; plugin, CLI and reports on top.
+These tests fail on the first import that breaks a rule, naming the file and the line.
+"""
+from __future__ import annotations
+
+import ast
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGES = ("chaos", "faults")
+
+# Modules being moved out of faults/ by the cell-runner change (Cell -> chaos/cells.py, the runner
+# to the plugin); until they are gone they may import the orchestrator and the expectations.
+MOVING_OUT_OF_FAULTS = {"faults/suite.py", "faults/cells.py"}
+
+
+@dataclass(frozen=True)
+class Import:
+    path: str      # importing file, relative to the repository
+    line: int
+    module: str    # the imported module (for `from a import b`: a.b when a.b is a module, else a)
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line} imports {self.module}"
+
+
+def _module_of(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _is_module(name: str) -> bool:
+    base = ROOT.joinpath(*name.split("."))
+    return base.with_suffix(".py").is_file() or (base / "__init__.py").is_file()
+
+
+def imports() -> list[Import]:
+    """Every import of a module of this repository by a file under chaos/ or faults/."""
+    found = []
+    for package in PACKAGES:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            module = _module_of(path)
+            here = module if path.name == "__init__.py" else module.rpartition(".")[0]
+            rel = str(path.relative_to(ROOT))
+            for node in ast.walk(ast.parse(path.read_text(), rel)):
+                names: list[str] = []
+                if isinstance(node, ast.Import):
+                    names = [a.name for a in node.names]
+                elif isinstance(node, ast.ImportFrom):
+                    base = node.module or ""
+                    if node.level:
+                        anchor = here.split(".")[: len(here.split(".")) - node.level + 1]
+                        base = ".".join(anchor + ([node.module] if node.module else []))
+                    subs = [f"{base}.{a.name}" for a in node.names if _is_module(f"{base}.{a.name}")]
+                    names = subs or [base]
+                for name in names:
+                    if name.split(".")[0] in PACKAGES and name != module:
+                        found.append(Import(rel, node.lineno, name))
+    return found
+
+
+def unit(module: str) -> str:
+    """The part of the house a module belongs to: `faults`, `chaos.<subpackage>` or `chaos.<module>`."""
+    parts = module.split(".")
+    return "faults" if parts[0] == "faults" else ".".join(parts[:2])
+
+
+def _within(module: str, package: str) -> bool:
+    return module == package or module.startswith(package + ".")
+
+
+def test_nothing_below_the_cli_imports_it() -> None:
+    bad = [i for i in imports() if _within(i.module, "chaos.cli") and not i.path.startswith("chaos/cli/")
+           and i.path != "chaos/__main__.py"]
+    assert not bad, "the CLI is the top floor; move what these need below it:\n" + "\n".join(map(str, bad))
+
+
+def test_faults_know_neither_the_orchestrator_nor_the_expectations() -> None:
+    bad = [i for i in imports() if i.path.startswith("faults/") and i.path not in MOVING_OUT_OF_FAULTS
+           and (_within(i.module, "chaos.run") or _within(i.module, "chaos.expectations"))]
+    assert not bad, "a fault knows the fault interface and the cluster only:\n" + "\n".join(map(str, bad))
+
+
+def test_strategies_do_not_import_the_workload() -> None:
+    bad = [i for i in imports() if i.path.startswith("chaos/strategies/") and _within(i.module, "chaos.workload")]
+    assert not bad, ("workload processes use strategies, not the other way round; move what a strategy "
+                     "needs into chaos/strategies/ or below:\n" + "\n".join(map(str, bad)))
+
+
+def test_reports_do_not_import_worker_modules() -> None:
+    bad = [i for i in imports() if i.path.startswith("chaos/report/") and _within(i.module, "chaos.workload")]
+    assert not bad, "reports read results and histories, not worker modules:\n" + "\n".join(map(str, bad))
+
+
+def _cycles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one node (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    out: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in sorted(edges.get(node, ())):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                top = stack.pop()
+                on_stack.discard(top)
+                component.append(top)
+                if top == node:
+                    break
+            if len(component) > 1:
+                out.append(sorted(component))
+
+    for node in sorted(edges):
+        if node not in index:
+            visit(node)
+    return out
+
+
+def test_no_import_cycles_between_parts_of_the_house() -> None:
+    edges: dict[str, set[str]] = defaultdict(set)
+    ties: dict[tuple[str, str], list[Import]] = defaultdict(list)
+    for i in imports():
+        a, b = unit(_module_of(ROOT / i.path)), unit(i.module)
+        if a != b and b != "chaos":
+            edges[a].add(b)
+            ties[a, b].append(i)
+    cycles = _cycles(edges)
+    text = []
+    for cycle in cycles:
+        members = set(cycle)
+        text.append(" <-> ".join(cycle) + ":\n" + "\n".join(
+            f"  {i}" for (a, b), found in sorted(ties.items()) if a in members and b in members for i in found))
+    assert not cycles, "parts of the house that import each other:\n" + "\n".join(text)
+
+
+def test_the_cycle_finder_finds_a_cycle() -> None:
+    """The rule above can fail: a two-part loop and a three-part loop are found, a chain is not."""
+    assert _cycles({"a": {"b"}, "b": {"a"}}) == [["a", "b"]]
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert _cycles({"a": {"b"}, "b": {"c"}}) == []

@@ -118,7 +118,7 @@ def _label(proc: psutil.Process, me: int) -> str:
         return "orchestrator+checker (this process)"
     cmd = " ".join(proc.cmdline())
     for needle, name in (("redis-server", "redis-server"), ("valkey-server", "valkey-server"),
-                         ("postgres", "postgres"), ("proxy_main", "proxy"), ("forkserver", "fork server")):
+                         ("postgres", "postgres"), ("chaos.proxy", "proxy"), ("forkserver", "fork server")):
         if needle in cmd:
             return f"{name} {proc.pid}" if name in ("redis-server", "valkey-server") else name
     return f"{proc.name()} {proc.pid}"

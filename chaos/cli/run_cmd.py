@@ -16,8 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from chaos.cli import blackbox_cmd
-from chaos.cli import options
+from chaos.cli import blackbox_cmd, options
 from chaos.errors import EXIT_MISMATCH, EXIT_OK, EXIT_UNKNOWN, BadArguments
 from chaos.replay import reproduce_command
 

@@ -137,6 +137,8 @@ def test_no_import_cycles_between_parts_of_the_house() -> None:
     edges: dict[str, set[str]] = defaultdict(set)
     ties: dict[tuple[str, str], list[Import]] = defaultdict(list)
     for i in imports():
+        if i.path in MOVING_OUT_OF_FAULTS:
+            continue
         a, b = unit(_module_of(ROOT / i.path)), unit(i.module)
         if a != b and b != "chaos":
             edges[a].add(b)

@@ -10,12 +10,13 @@ again (``duplicated``); CAS rejects them as stale and the PostgreSQL inbox as du
 
 Cells are generated for every preset whose shape fits (a stream producer, ack after
 processing, an ordered workload), so a new strategy gets its failover cell for free;
-its guard decides which bounds it must meet.
+what its parts declare (the guard's `rejects_copies` and `rejects_older_versions`, the
+delivery's `prefetches`) decides which bounds it must meet, never their names.
 """
 from __future__ import annotations
 
 from chaos.expectations.table import RUNS, eq, ge, le
-from chaos.strategies.presets import PRESETS, resolve
+from chaos.strategies.presets import PRESETS, Strategy, resolve
 from faults.cells import Cell, rows
 
 FAULT_NAME = "promote-replica"
@@ -28,30 +29,24 @@ FAULT = f"{FAULT_NAME}:after_entries=100,at_ms=0"
 # the producer late (it then publishes the overdue ones at once).
 WORKLOAD = "many-orders:keys=50,events=5,gap_ms=6,cost_ms=40"
 RUN_COUNT = 2
-# Guards whose state in PostgreSQL rejects a redelivered copy (stale version, seen event id,
-# a version already past the reorder buffer's cursor, carried state older than the row's).
-SAFE_GUARDS = ("cas", "inbox", "reorder-buffer", "state-carried")
-# Deliveries whose single reader pulls every entry into memory as soon as it is added: the
-# held entries were all read (and handled) before the kill, so no event is lost and the
-# rolled-back acks come back only as pending (claimed), never as new entries.
-PREFETCHING = ("fanout",)
 WAIT_PRESET = "s1:wait_replicas=1,wait_ms=25"  # 25 ms: at most ~20 publishes fit in the 500 ms hold
 
 
+def _strategy(preset: str) -> Strategy:
+    return resolve(preset.partition(":")[0])
+
+
 def fits(preset: str) -> bool:
-    """Presets the failover cells run: stream producers, ack after, ordered keys."""
-    strategy = resolve(preset)
-    return (strategy.producer.name in ("retrying", "direct") and strategy.ack.after
-            and strategy.workload.name != "bulk")
-
-
-def guard_of(preset: str) -> str:
-    return resolve(preset.partition(":")[0]).guard.name
+    """Presets the failover cells run: the producer process XADDs, ack after, ordered keys."""
+    strategy = _strategy(preset)
+    return strategy.producer.writes_stream and strategy.ack.after and strategy.workload.ordered_keys()
 
 
 def rejects_copies(preset: str) -> bool:
-    """The guard applies a redelivered copy at most once (duplicated == 0)."""
-    return guard_of(preset) in SAFE_GUARDS
+    """The guard applies a redelivered copy at most once (duplicated == 0): its state in
+    PostgreSQL rejects it (a stale version, a seen event id, a version already past the
+    reorder buffer's cursor, carried state older than the row's)."""
+    return _strategy(preset).guard.rejects_copies
 
 
 def keeps_version_order(preset: str) -> bool:
@@ -61,14 +56,13 @@ def keeps_version_order(preset: str) -> bool:
     make, while later events of the same key go out on schedule: a producer reorder. Only
     a guard that compares business versions survives it; an inbox with a plain effect and
     a CAS on the stream entry id (the retried event gets the larger id) write it."""
-    guard = resolve(preset.partition(":")[0]).guard
-    return ((guard.name == "cas" and getattr(guard, "version", None) == "business")
-            or (guard.name == "inbox" and bool(getattr(guard, "cas", False)))
-            or guard.name in ("reorder-buffer", "state-carried"))
+    return _strategy(preset).guard.rejects_older_versions
 
 
 def prefetches(preset: str) -> bool:
-    return resolve(preset.partition(":")[0]).delivery.name in PREFETCHING
+    """A single reader that pulled the held entries into memory before the kill: no event is
+    lost and the rolled-back acks come back only as pending (claimed), never as new entries."""
+    return _strategy(preset).delivery.prefetches
 
 
 def preset_cell(preset: str) -> Cell:

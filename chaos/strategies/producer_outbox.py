@@ -41,6 +41,7 @@ class OutboxProducer(Producer):
     """Common to both outbox parts; `mode` is the dispatcher's relay discipline."""
 
     mode: ClassVar[str] = ""
+    writes_stream = False
     params = (
         Param("dispatchers", 1, "dispatcher processes relaying in parallel", minimum=1, maximum=MAX_DISPATCHERS),
         Param("poll_ms", 100.0, "pause between two dispatcher rounds", minimum=1),

@@ -27,6 +27,9 @@ _COMMON = (
 
 class Producer(Part):
     slot: ClassVar[str] = "producer"
+    # The producer process XADDs itself (read by the expectation areas; an outbox producer's
+    # dispatchers publish instead).
+    writes_stream: ClassVar[bool] = True
 
     def retry_delays_ms(self) -> list[float]:
         """Delays after the first attempt at which retries run (unscaled)."""

@@ -30,6 +30,9 @@ COMMON = (
 
 class Delivery(Part):
     slot: ClassVar[str] = "delivery"
+    # A single reader pulls every entry into memory as soon as it is added (read by the
+    # expectation areas: under a failover such a delivery has read everything it held).
+    prefetches: ClassVar[bool] = False
 
     def streams(self) -> list[str]:
         """Every stream the run creates a group on."""

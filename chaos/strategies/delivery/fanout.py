@@ -20,6 +20,7 @@ class Fanout(Delivery):
     params = extend(COMMON,
                     Param("workers", 4, "worker processes (key buckets)", minimum=1),
                     Param("count", 50, "COUNT per XREADGROUP of the reader", minimum=1))
+    prefetches = True
 
     def plans(self, job: dict[str, Any]) -> list[ProcessPlan]:
         spec = self.consumer_spec("R1", [STREAM], job)

@@ -49,6 +49,12 @@ class Outcome:
 class Guard(Part):
     slot: ClassVar[str] = "guard"
     seeds_rows: ClassVar[bool] = True   # the orchestrator creates each key's row before the run
+    # What the guard promises, read by the expectation areas (a new guard gets its cells from
+    # these, not from its name): a redelivered copy of an applied event is not applied again,
+    # by state kept in PostgreSQL (so it survives a Redis failover) ...
+    rejects_copies: ClassVar[bool] = False
+    # ... and an older business version arriving after a newer one is not written.
+    rejects_older_versions: ClassVar[bool] = False
     schema: ClassVar[str] = ""          # extra DDL the guard needs (created before each run)
 
     def bind(self, env: GuardEnv) -> Guard:

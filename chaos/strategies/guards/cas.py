@@ -35,6 +35,12 @@ class Cas(Guard):
         Param("isolation", "rc", "transaction isolation", choices=tuple(_ISOLATION)),
         Param("max_retries", 20, "retries of a transaction that failed with 40001", minimum=0),
     )
+    rejects_copies = True   # a copy carries a version that is no longer `<` the row's
+
+    @property
+    def rejects_older_versions(self) -> bool:  # type: ignore[override]
+        """Only by business version: a retried publish gets a larger entry id than later events."""
+        return self.version == "business"
 
     def apply(self, ev: Event, entry_id: str, work: Callable[[], None]) -> Outcome:
         version = ev.version if self.version == "business" else entry_version(entry_id)

@@ -27,6 +27,11 @@ class Inbox(Guard):
     name = "inbox"
     summary = "inbox row by event_id (ON CONFLICT DO NOTHING) + effect in one transaction"
     params = (Param("cas", False, "also guard the effect with version < $v"),)
+    rejects_copies = True   # the inbox row of a seen event_id exists
+
+    @property
+    def rejects_older_versions(self) -> bool:  # type: ignore[override]
+        return self.cas
 
     def apply(self, ev: Event, entry_id: str, work: Callable[[], None]) -> Outcome:
         work()

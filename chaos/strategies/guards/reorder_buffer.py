@@ -24,6 +24,7 @@ class ReorderBuffer(Guard):
     name = "reorder-buffer"
     summary = "apply in version order; park events that arrive early until the gap fills (P3)"
     params = ()
+    rejects_copies = rejects_older_versions = True
     schema = SCHEMA
 
     def apply(self, ev: Event, entry_id: str, work: Callable[[], None]) -> Outcome:

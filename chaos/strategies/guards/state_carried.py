@@ -24,6 +24,7 @@ class StateCarried(Guard):
     name = "state-carried"
     summary = "the event carries the full state; conditional upsert WHERE version < new (P4)"
     params = ()
+    rejects_copies = rejects_older_versions = True
     seeds_rows = False
 
     def apply(self, ev: Event, entry_id: str, work: Callable[[], None]) -> Outcome:

@@ -61,7 +61,7 @@ def test_cli_refuses_an_unknown_server_before_starting_anything():
 
 
 def test_the_replay_command_runs_the_same_server(monkeypatch):
-    from chaos.cli.run_cmd import reproduce_command
+    from chaos.replay import reproduce_command
     monkeypatch.setenv(ENV, "valkey")
     assert reproduce_command("s1", ["kill-consumer"], {}, 1, 7, 1.0).endswith("--server valkey")
     monkeypatch.delenv(ENV)

@@ -30,7 +30,8 @@ pytest_plugins = ["chaos.blackbox.pytest_api",
                   "chaos.pytest_shard",       # --chaos-shard K/N and recorded durations (nightly CI)
                   "chaos.pytest_rundirs",     # a passing test's run dirs removed, a failing one's named
                   "chaos.pytest_load",        # --chaos-load-size ci|full (suites/load)
-                  "chaos.pytest_topology"]    # --chaos-topology replica|sentinel
+                  "chaos.pytest_topology",    # --chaos-topology replica|sentinel
+                  "chaos.pytest_cells"]       # the cell runner (chaos_cell), the per-cell summary
 
 __all__ = ["ChaosOptions", "cluster_name"]
 

@@ -15,9 +15,9 @@ delivery's `prefetches`) decides which bounds it must meet, never their names.
 """
 from __future__ import annotations
 
+from chaos.cells import Cell, rows
 from chaos.expectations.table import RUNS, eq, ge, le
 from chaos.strategies.presets import PRESETS, Strategy, resolve
-from faults.cells import Cell, rows
 
 FAULT_NAME = "promote-replica"
 # The hold starts once 100 of the 250 events are in the stream (not at a time: a loaded

@@ -25,8 +25,8 @@ rows; one S1 consumer with a plain UPDATE, so the stream order *is* the final st
 """
 from __future__ import annotations
 
+from chaos.cells import Cell, rows
 from chaos.expectations.table import RUNS, eq, ge
-from faults.cells import Cell, rows
 
 KILL_AT_MARK = "kill-dispatcher"                      # at=after_xadd_before_mark, first row
 # The reply of dispatcher-1's first XADD is dropped on its own link (Redis has the entry,

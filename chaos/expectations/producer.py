@@ -9,8 +9,8 @@ the event is in the stream twice and is delivered twice.
 """
 from __future__ import annotations
 
+from chaos.cells import Cell, rows
 from chaos.expectations.table import RUNS, eq, ge
-from faults.cells import Cell, rows
 
 BLIP = "publish-blip"                     # reset_peer on P-order's link, 0-800 ms
 REPLY_BLIP = "publish-blip:stream=downstream,at=before_publish,duration_ms=300"

@@ -7,8 +7,8 @@ v=2 (reordered 2 per run, final `created`); with CAS both match 0 rows.
 """
 from __future__ import annotations
 
+from chaos.cells import Cell, rows
 from chaos.expectations.table import RUNS, eq, ge
-from faults.cells import Cell, rows
 
 CLAIM = "xautoclaim:etype=created,stall_ms=1500"
 CLAIMING = "claim=always,claim_idle_ms=500"

@@ -7,18 +7,16 @@ from __future__ import annotations
 import pytest
 
 from chaos.expectations.delivery import KILL_CELLS, handed_out_not_done
-from faults import suite
 
 
 @pytest.mark.parametrize("cell", KILL_CELLS, ids=[c.test_id for c in KILL_CELLS])
-def test_kill_consumer_cell(cell, cluster, chaos_options) -> None:
-    outcome = suite.run(cell, cluster, chaos_options)
+def test_kill_consumer_cell(cell, chaos_cell) -> None:
+    outcome = chaos_cell(cell, check=False)
     for run in range(len(outcome.histories)):
         kills = [v for v in outcome.fault_ops(run, "kill-consumer") if v.get("phase") == "start"]
         assert kills, f"run {run}: the consumer was never killed; {outcome.figures()}"
     c = outcome.result.counts
-    suite.check(outcome)
+    outcome.check()
     print(f"{cell.test_id}: runs={outcome.result.run_count} published={c.published} handled={c.handled} "
           f"undelivered={c.undelivered} handed_out_not_done={handed_out_not_done(outcome.result)} "
           f"lost={c.lost} recovered={c.recovered} pending_left={c.pending_left}")
-    suite.discard(outcome, chaos_options)

@@ -8,15 +8,13 @@ from __future__ import annotations
 import pytest
 
 from chaos.expectations.delivery import POISON_CELLS
-from faults import suite
 
 
 @pytest.mark.parametrize("cell", POISON_CELLS, ids=[c.test_id for c in POISON_CELLS])
-def test_poison_cell(cell, cluster, chaos_options) -> None:
-    outcome = suite.run(cell, cluster, chaos_options)
+def test_poison_cell(cell, chaos_cell) -> None:
+    outcome = chaos_cell(cell, check=False)
     for run, history in enumerate(outcome.histories):
         failed = {op.get("event_id") for op in history if op["f"] == "apply" and op["type"] == "fail"}
         assert "ej7-1" in failed, f"run {run}: the poisoned job never failed; {outcome.figures()}"
-    suite.check(outcome)
+    outcome.check()
     print(f"{cell.test_id}: {outcome.figures()}")
-    suite.discard(outcome, chaos_options)

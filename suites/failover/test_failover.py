@@ -11,13 +11,13 @@ from collections import Counter
 
 import pytest
 
+from chaos.cellrun import CellRun
 from chaos.expectations.failover import CELLS, FAULT_NAME, WAIT_CELL, prefetches, preset_cell
-from faults import suite
 
 PRESET_CELLS = [c for c in CELLS if c is not WAIT_CELL]
 
 
-def promoted_at(outcome: suite.CellRun, run: int) -> float:
+def promoted_at(outcome: CellRun, run: int) -> float:
     """When the run's replica was promoted; fails the test if it never was."""
     history = outcome.histories[run]
     stops = [op for op in history if op["f"] == "fault" and op.get("value", {}).get("name") == FAULT_NAME
@@ -28,7 +28,7 @@ def promoted_at(outcome: suite.CellRun, run: int) -> float:
     return stops[0]["time"]
 
 
-def redeliveries_by_via(outcome: suite.CellRun, run: int) -> Counter:
+def redeliveries_by_via(outcome: CellRun, run: int) -> Counter:
     """Deliveries after the promotion of events already delivered before it, by how they came."""
     at = promoted_at(outcome, run)
     history = outcome.histories[run]
@@ -41,8 +41,8 @@ def redeliveries_by_via(outcome: suite.CellRun, run: int) -> Counter:
 
 @pytest.mark.parametrize("cell", PRESET_CELLS, ids=[c.test_id.split("|", 1)[0] + ("+" + c.faults[1].split(":")[0] if len(c.faults) > 1 else "")
                               for c in PRESET_CELLS])
-def test_failover_cell(cell, cluster, chaos_options) -> None:
-    outcome = suite.run(cell, cluster, chaos_options)
+def test_failover_cell(cell, chaos_cell) -> None:
+    outcome = chaos_cell(cell, check=False)
     kinds = [redeliveries_by_via(outcome, run) for run in range(len(outcome.histories))]
     per_run = [(r.counts.lost, r.counts.redelivered) for r in outcome.result.runs]
     figures = (f"{outcome.figures()}; per run (lost, redelivered): {per_run}; redelivered after "
@@ -55,12 +55,11 @@ def test_failover_cell(cell, cluster, chaos_options) -> None:
         # Entries read and acked while held come back as NEW entries to XREADGROUP >: a
         # recovery that only scans the PEL would miss them.
         assert sum(k["read"] for k in kinds) >= 1, f"no processed entry came back as new: {figures}"
-    suite.check(outcome)
+    outcome.check()
     print(f"{cell.test_id}: {figures}")
-    suite.discard(outcome, chaos_options)
 
 
-def confirmed_lost(outcome: suite.CellRun) -> tuple[int, int]:
+def confirmed_lost(outcome: CellRun) -> tuple[int, int]:
     """(WAIT-confirmed publishes, of those never handled) over all runs."""
     confirmed = lost = 0
     for history in outcome.histories:
@@ -73,11 +72,11 @@ def confirmed_lost(outcome: suite.CellRun) -> tuple[int, int]:
     return confirmed, lost
 
 
-def test_wait_confirmed_producer_loses_far_less(cluster, chaos_options) -> None:
-    plain = suite.run(preset_cell("s1"), cluster, chaos_options)
+def test_wait_confirmed_producer_loses_far_less(chaos_cell) -> None:
+    plain = chaos_cell(preset_cell("s1"), check=False)
     for run in range(len(plain.histories)):
         promoted_at(plain, run)
-    waited = suite.run(WAIT_CELL, cluster, chaos_options)
+    waited = chaos_cell(WAIT_CELL, check=False)
     for run in range(len(waited.histories)):
         promoted_at(waited, run)
     confirmed, lost_confirmed = confirmed_lost(waited)
@@ -87,8 +86,6 @@ def test_wait_confirmed_producer_loses_far_less(cluster, chaos_options) -> None:
                f"over {plain.result.run_count} + {waited.result.run_count} runs")
     assert lost_confirmed == 0, f"a WAIT-confirmed event was lost: {figures}"
     assert waited.result.counts.lost * 4 <= plain.result.counts.lost, f"WAIT did not lose far less: {figures}"
-    suite.check(plain)
-    suite.check(waited)
+    plain.check()
+    waited.check()
     print(figures)
-    suite.discard(plain, chaos_options)
-    suite.discard(waited, chaos_options)

@@ -40,8 +40,8 @@ STEADY_PRODUCER = "timeout_ms=2500"   # 250 ms after the 0.1 scale: no spurious 
 CREATED_LOCKS_LAST = {"consumer": {"before_lock": {"action": "pause", "pause_ms": 200, "etype": "created"}}}
 
 
-def test_s4a_paid_first_at_the_lock_is_wrong_every_run(run_preset):
-    cell = run_preset("s4a", 10, failpoints=CREATED_LOCKS_LAST)
+def test_s4a_paid_first_at_the_lock_is_wrong_every_run(chaos_cell):
+    cell = chaos_cell("s4a", runs=10, failpoints=CREATED_LOCKS_LAST, expected=False).result
     c = cell.counts
     print(f"s4a + before_lock pause on created: wrong {c.wrong_final_state_runs}/{cell.run_count}")
     assert c.wrong_final_state_runs == cell.run_count, f"expected wrong every run, got {c}"
@@ -52,9 +52,9 @@ def _scale(options, cap: float) -> float:
     return min(options.time_scale, cap)
 
 
-def test_s4a_wrong_rate_is_above_zero(run_preset, chaos_options, record_property):
-    cell = run_preset(f"s4a:{STEADY_PRODUCER}", S4A_RUNS, fixed_runs=True,
-                      time_scale=_scale(chaos_options, S4A_SCALE_CAP))
+def test_s4a_wrong_rate_is_above_zero(chaos_cell, chaos_options, record_property):
+    cell = chaos_cell(f"s4a:{STEADY_PRODUCER}", runs=S4A_RUNS, fixed_runs=True,
+                      time_scale=_scale(chaos_options, S4A_SCALE_CAP), expected=False).result
     rate = wilson(cell.counts.wrong_final_state_runs, cell.run_count)
     print(f"S4a wrong rate: {rate}; releases that found the lock expired: {cell.counts.releases_failed}")
     record_property("s4a_wrong_rate", str(rate))
@@ -69,9 +69,9 @@ def _holds_what_always_holds(cell) -> None:
     assert c.lost == 0 and c.duplicated == 0 and c.handled == c.published == 2 * cell.run_count, c
 
 
-def test_s4b_wrong_about_half(run_preset, chaos_options, record_property):
-    cell = run_preset(f"s4b:{STEADY_PRODUCER}", S4B_RUNS, fixed_runs=True,
-                      time_scale=_scale(chaos_options, S4B_SCALE_CAP))
+def test_s4b_wrong_about_half(chaos_cell, chaos_options, record_property):
+    cell = chaos_cell(f"s4b:{STEADY_PRODUCER}", runs=S4B_RUNS, fixed_runs=True,
+                      time_scale=_scale(chaos_options, S4B_SCALE_CAP), expected=False).result
     rate = wilson(cell.counts.wrong_final_state_runs, cell.run_count)
     print(f"S4b wrong rate: {rate}")
     record_property("s4b_wrong_rate", str(rate))

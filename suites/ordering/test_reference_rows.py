@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import pytest
 
-from chaos.expectations import assert_cell, expect
-
 ROWS = [
     ("baseline", 10), ("s1", 10), ("s4c", 10), ("s5", 10), ("s5-rr", 5), ("inbox", 5), ("setnx-dedupe", 5),
     ("p2-business", 3), ("p2-entry-id", 3), ("p3", 5), ("p4", 5), ("recommended", 2),
@@ -16,9 +14,8 @@ ROWS = [
 
 
 @pytest.mark.parametrize("preset, runs", ROWS, ids=[r[0] for r in ROWS])
-def test_reference_row(preset, runs, run_preset):
-    cell = run_preset(preset, runs)
-    assert_cell(cell, expect(preset), preset=preset, fault="none")
+def test_reference_row(preset, runs, chaos_cell):
+    cell = chaos_cell(preset, runs=runs).result
     n, c = cell.run_count, cell.counts
     print(f"{preset}: wrong {c.wrong_final_state_runs}/{n}, reordered {c.reordered}, lost {c.lost}, "
           f"retries {c.retries}, releases_failed {c.releases_failed}")
@@ -37,8 +34,7 @@ BULK = [("ack-after", 1), ("ack-on-receive", 1), ("poison-no-dlq", 1), ("poison-
 
 @pytest.mark.slow
 @pytest.mark.parametrize("preset, runs", BULK, ids=[r[0] for r in BULK])
-def test_bulk_row_without_fault(preset, runs, run_preset):
-    cell = run_preset(preset, runs)
-    assert_cell(cell, expect(preset), preset=preset, fault="none")
+def test_bulk_row_without_fault(preset, runs, chaos_cell):
+    cell = chaos_cell(preset, runs=runs).result
     c = cell.counts
     print(f"{preset}: handled {c.handled}, pending_left {c.pending_left}, dlq {c.dlq}, lost {c.lost}")

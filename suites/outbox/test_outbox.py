@@ -12,7 +12,6 @@ from chaos.expectations.outbox import CELLS
 from chaos.strategies.presets import PRESETS
 from chaos.workload import outbox
 from chaos.workload.worker import ROLES
-from faults import suite
 from faults.registry import FAULTS
 
 
@@ -36,24 +35,23 @@ def publish_times(history: list[dict]) -> dict[str, float]:
 
 
 @pytest.mark.parametrize("cell", CELLS, ids=[c.test_id for c in CELLS])
-def test_outbox_cell(cell, cluster, chaos_options) -> None:
-    outcome = suite.run(cell, cluster, chaos_options)
+def test_outbox_cell(cell, chaos_cell) -> None:
+    outcome = chaos_cell(cell, check=False)
     for fault in cell.faults:
         name = fault.partition(":")[0]
         for run in range(len(outcome.histories)):
             started = [v for v in outcome.fault_ops(run, name) if v.get("phase") == "start"]
             assert started, f"run {run}: fault {name} never acted; {outcome.figures()}"
     print(f"{cell.test_id}: {outcome.figures()}")
-    suite.check(outcome)
-    suite.discard(outcome, chaos_options)
+    outcome.check()
 
 
-def test_per_key_delays_the_failed_key_by_about_two_poll_rounds(cluster, chaos_options) -> None:
+def test_per_key_delays_the_failed_key_by_about_two_poll_rounds(chaos_cell, chaos_options) -> None:
     """e1-1 fails twice: it goes out at its 3rd attempt, one attempt per round, so at least
     2 poll pauses after its first try (each round's own work adds to that, more on a loaded
     machine); key 2's rows each go out at their first attempt."""
     cell = next(c for c in CELLS if c.preset == "p1-per-key" and not c.faults)
-    outcome = suite.run(cell, cluster, chaos_options)
+    outcome = chaos_cell(cell)
     poll_s = 0.1 * chaos_options.time_scale
     for run, history in enumerate(outcome.histories):
         relayed = [op for op in history if op["f"] == "publish" and op["process"].startswith("dispatcher")]
@@ -64,12 +62,11 @@ def test_per_key_delays_the_failed_key_by_about_two_poll_rounds(cluster, chaos_o
         print(f"run {run}: e1-1 out {rounds:.2f} poll intervals after its first try; attempts {tries}")
         assert tries == {"e1-1": 3, "e1-2": 1, "e2-1": 1, "e2-2": 1}, f"run {run}: {tries}"
         assert 2 <= rounds <= 30, f"run {run}: e1-1 out {rounds:.2f} poll intervals after its first try"
-    suite.discard(outcome, chaos_options)
 
 
-def test_rollback_leaves_neither_the_business_row_nor_the_outbox_row(cluster, chaos_options) -> None:
+def test_rollback_leaves_neither_the_business_row_nor_the_outbox_row(chaos_cell, cluster) -> None:
     cell = next(c for c in CELLS if c.preset == "p1-per-key:rollback=e2-2")
-    outcome = suite.run(cell, cluster, chaos_options, runs=1)
+    chaos_cell(cell, runs=1, fixed_runs=True)
     with cluster.pg_connect() as conn:  # the last run's database, before the next reset
         rows = {r.event_id for r in outbox.read_outbox(conn)}
         source = outbox.read_source(conn)
@@ -77,13 +74,12 @@ def test_rollback_leaves_neither_the_business_row_nor_the_outbox_row(cluster, ch
     assert source["2"] == {"status": "created", "version": 1}, f"the rolled back paid must not show: {source}"
     stream = [f["event_id"] for _, f in cluster.direct_redis().xrange("orders")]
     assert "e2-2" not in stream
-    suite.discard(outcome, chaos_options)
 
 
-def test_inbox_keeps_a_relayed_twice_event_single(cluster, chaos_options) -> None:
+def test_inbox_keeps_a_relayed_twice_event_single(chaos_cell, cluster) -> None:
     """The reference: 2 stream entries of one event id, 1 inbox row, projection +1."""
     cell = next(c for c in CELLS if c.preset == "p1-inbox")
-    outcome = suite.run(cell, cluster, chaos_options, runs=1)
+    outcome = chaos_cell(cell, runs=1, fixed_runs=True)
     (killed,) = [op["event_id"] for op in outcome.histories[0] if op["f"] == "failpoint"
                  and op.get("value", {}).get("name") == "after_xadd_before_mark"]
     entries = [f["event_id"] for _, f in cluster.direct_redis().xrange("orders")]
@@ -94,4 +90,3 @@ def test_inbox_keeps_a_relayed_twice_event_single(cluster, chaos_options) -> Non
     assert entries.count(killed) == 2, entries
     assert inbox_rows == 1
     assert projection == 2, f"key {key}: 2 events, each applied once, projection {projection}"
-    suite.discard(outcome, chaos_options)

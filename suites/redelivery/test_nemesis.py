@@ -8,12 +8,11 @@ from __future__ import annotations
 import pytest
 
 from chaos.expectations.redelivery import NEMESIS_CELLS
-from faults import suite
 
 
 @pytest.mark.parametrize("cell", NEMESIS_CELLS, ids=[c.test_id for c in NEMESIS_CELLS])
-def test_nemesis_cell(cell, cluster, chaos_options) -> None:
-    outcome = suite.run(cell, cluster, chaos_options)
+def test_nemesis_cell(cell, chaos_cell) -> None:
+    outcome = chaos_cell(cell, check=False)
     played = []
     for run in range(len(outcome.histories)):
         ops = outcome.fault_ops(run)
@@ -22,6 +21,5 @@ def test_nemesis_cell(cell, cluster, chaos_options) -> None:
         assert len(starts) >= 2 and len(starts) == len(schedule), (
             f"run {run}: schedule {schedule}, faults started {starts}; {outcome.figures()}")
         played.append(starts)
-    suite.check(outcome)
+    outcome.check()
     print(f"{cell.test_id}: faults per run {played}; {outcome.figures()}")
-    suite.discard(outcome, chaos_options)

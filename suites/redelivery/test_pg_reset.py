@@ -6,17 +6,15 @@ from __future__ import annotations
 import pytest
 
 from chaos.expectations.redelivery import PG_CELLS
-from faults import suite
 
 
 @pytest.mark.parametrize("cell", PG_CELLS, ids=[c.test_id for c in PG_CELLS])
-def test_pg_reset_cell(cell, cluster, chaos_options) -> None:
-    outcome = suite.run(cell, cluster, chaos_options)
+def test_pg_reset_cell(cell, chaos_cell) -> None:
+    outcome = chaos_cell(cell, check=False)
     for run, history in enumerate(outcome.histories):
         starts = [v for v in outcome.fault_ops(run, "pg-reset") if v.get("phase") == "start"]
         assert starts, f"run {run}: the PostgreSQL link was never reset; {outcome.figures()}"
         failed = [op for op in history if op["f"] == "apply" and op["type"] in ("fail", "info")]
         assert failed, f"run {run}: no apply saw the reset; {outcome.figures()}"
-    suite.check(outcome)
+    outcome.check()
     print(f"{cell.test_id}: {outcome.figures()}")
-    suite.discard(outcome, chaos_options)

@@ -5,17 +5,15 @@ from __future__ import annotations
 import pytest
 
 from chaos.expectations.redelivery import SERVER_CELLS
-from faults import suite
 
 
 @pytest.mark.parametrize("cell", SERVER_CELLS, ids=[c.test_id for c in SERVER_CELLS])
-def test_server_fault_cell(cell, cluster, chaos_options) -> None:
-    outcome = suite.run(cell, cluster, chaos_options)
+def test_server_fault_cell(cell, chaos_cell) -> None:
+    outcome = chaos_cell(cell, check=False)
     name = cell.faults[0].partition(":")[0]
     for run in range(len(outcome.histories)):
         starts = [v for v in outcome.fault_ops(run, name) if v.get("phase") == "start"]
         assert starts, f"run {run}: {name} never fired; {outcome.figures()}"
-    suite.check(outcome)
+    outcome.check()
     print(f"{cell.test_id}: {[outcome.fault_ops(r, name) for r in range(len(outcome.histories))]}; "
           f"{outcome.figures()}")
-    suite.discard(outcome, chaos_options)

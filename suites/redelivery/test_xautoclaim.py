@@ -8,17 +8,15 @@ from __future__ import annotations
 import pytest
 
 from chaos.expectations.redelivery import CELLS
-from faults import suite
 
 
 @pytest.mark.parametrize("cell", CELLS, ids=[c.test_id for c in CELLS])
-def test_xautoclaim_cell(cell, cluster, chaos_options) -> None:
-    outcome = suite.run(cell, cluster, chaos_options)
+def test_xautoclaim_cell(cell, chaos_cell) -> None:
+    outcome = chaos_cell(cell, check=False)
     for run, history in enumerate(outcome.histories):
         phases = [v.get("phase") for v in outcome.fault_ops(run, "xautoclaim")]
         assert phases == ["start", "stop"], f"run {run}: xautoclaim ops {phases}; {outcome.figures()}"
         claims = [op for op in history if op["f"] == "deliver" and op["type"] == "ok" and op.get("via") == "claim"]
         assert claims, f"run {run}: nothing was claimed; {outcome.figures()}"
-    suite.check(outcome)
+    outcome.check()
     print(f"{cell.test_id}: {outcome.figures()}")
-    suite.discard(outcome, chaos_options)

@@ -3,12 +3,12 @@ from __future__ import annotations
 
 import pytest
 
+from chaos import cellrun
+from chaos.cells import Cell
 from chaos.expectations.table import eq
 from faults import get_fault
 from faults.interface import FaultError
-from faults.cells import Cell
 from faults.local import LocalContext
-from faults import suite
 
 
 def test_a_fault_that_never_fires_errors_the_cell_and_rebuilds_the_cluster(cluster, chaos_options) -> None:
@@ -16,7 +16,7 @@ def test_a_fault_that_never_fires_errors_the_cell_and_rebuilds_the_cluster(clust
     cell = Cell("s5", ("xautoclaim:etype=shipped,wait_ms=300",), 1, dict(lost=eq(0)))
     old_primary = str(cluster.primary)
     with pytest.warns(UserWarning, match="rebuilt"), pytest.raises(FaultError, match="failpoint 'before_apply'"):
-        suite.run(cell, cluster, chaos_options)
+        cellrun.run(cell, cluster, chaos_options)
     assert str(cluster.primary) != old_primary, "the topology was not rebuilt"
     r = cluster.direct_redis()
     r.set("k", "v")

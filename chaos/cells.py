@@ -2,7 +2,8 @@
 
 An area module (chaos/expectations/failover.py, ...) lists its cells once; the same list
 gives the expectation table its rows and the suites their parametrization, so a cell
-cannot be run with other parameters than the row that judges it.
+cannot be run with other parameters than the row that judges it. The plugin's
+``chaos_cell`` fixture (chaos/cellrun.py) runs one.
 """
 from __future__ import annotations
 

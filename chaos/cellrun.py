@@ -1,0 +1,166 @@
+"""Running one cell for a test: the one way every suite runs a cell.
+
+``run`` runs a Cell (or a preset spec) on a cluster with the session's runs, seed and time
+scale, reports it to Allure and returns a CellRun: the result, each run's history (read on
+demand while the run dirs exist), the expectation from the table, and the summary row.
+The plugin's ``chaos_cell`` fixture (chaos/pytest_cells.py) wraps it: it records the row
+for the terminal summary and tidies the run dirs after the test.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from chaos.cells import Cell
+from chaos.checker import CellResult
+from chaos.expectations import Expectation, assert_cell, expect, table
+from chaos.history import read_history
+from chaos.report.rows import cell_row
+
+try:  # seam A: H4's Allure reporter; until it lands, the older attachment helpers
+    from chaos.report.allure_cell import report_cell
+except ModuleNotFoundError as exc:
+    if exc.name != "chaos.report.allure_cell":
+        raise
+    report_cell = None
+
+try:  # while the orchestrator does not follow a failover by itself (faults/following.py goes then)
+    from faults.following import FollowingCluster as _following
+except ModuleNotFoundError as exc:
+    if exc.name != "faults.following":
+        raise
+
+    def _following(cluster: Any) -> Any:
+        return cluster
+
+LOOK_UP = True   # `expected=LOOK_UP`: the expectation table's row for the cell's exact parameters
+
+
+@dataclass
+class CellRun:
+    """A cell's result, its histories, the expectation that judges it and its summary row."""
+
+    cell: Cell
+    result: CellResult
+    expectation: Expectation | None
+    area: str
+    row: dict[str, Any]
+    judged: bool = True       # False: the test asserts its own figures (expected=False)
+    checked: bool = False
+    _histories: list[list[dict]] | None = field(default=None, repr=False)
+
+    @property
+    def histories(self) -> list[list[dict]]:
+        """Each run's history (read once, from the run dirs, which live until the test ends)."""
+        if self._histories is None:
+            self._histories = [read_history(Path(d), run=i) for i, d in enumerate(self.result.run_dirs)]
+        return self._histories
+
+    @property
+    def run_root(self) -> Path:
+        return Path(self.result.run_root)
+
+    def fault_ops(self, run: int, name: str | None = None) -> list[dict]:
+        """The values of the ``fault`` ops of one run (optionally of one fault)."""
+        return [op["value"] for op in self.histories[run]
+                if op["f"] == "fault" and (name is None or op.get("value", {}).get("name") == name)]
+
+    def figures(self) -> str:
+        return " ".join(f"{k}={v}" for k, v in self.result.counts.as_dict().items())
+
+    @property
+    def fault(self) -> str:
+        return "+".join(self.cell.faults) or "none"
+
+    def check(self) -> None:
+        """Assert the cell against its expectation, every measured figure and the run dirs in
+        the message; a cell without a row fails with EXPECTATION MISSING (unless expected=False)."""
+        self.checked = True
+        if not self.judged:
+            return
+        try:
+            assert_cell(self.result, self.expectation, preset=self.cell.preset, fault=self.fault)
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}\nrun dirs: {self.run_root}") from None
+
+
+def area_of(expectation: Expectation | None, default: str) -> str:
+    """The area module whose row judges the cell, else `default` (the suite's directory)."""
+    if expectation is not None:
+        for r in table().rows():
+            if r.expectation is expectation:
+                return r.area
+    return default
+
+
+def as_cell(cell: Cell | str, faults: str | Sequence[str] = (), runs: int = 1,
+            parts: Mapping[str, str] | None = None) -> Cell:
+    """A Cell from a Cell, or from a preset spec and fault spec(s) (no bounds of its own)."""
+    if isinstance(cell, Cell):
+        if faults or parts:
+            raise TypeError("give faults and parts inside the Cell, not beside it")
+        return cell
+    specs = (faults,) if isinstance(faults, str) else tuple(faults)
+    return Cell(cell, tuple(s for s in specs if s and s != "none"), runs, {}, parts=dict(parts or {}))
+
+
+def run(cell: Cell, cluster: Any, options: Any, *, runs: int | None = None, fixed_runs: bool = False,
+        time_scale: float | None = None, failpoints: Mapping[str, dict] | None = None,
+        expected: Expectation | bool | None = LOOK_UP, area: str = "",
+        histories: bool = False) -> CellRun:
+    """Run the cell on `cluster`; every run dir is kept (the caller removes them).
+
+    Runs: `runs` or the cell's, overridden by ``--chaos-runs`` unless `fixed_runs`. `expected`:
+    LOOK_UP (the table's row for the cell's parameters), an Expectation, or None/False (the
+    test asserts its own figures). Extra `failpoints` change the cell beyond what a row's key
+    says, so they need an explicit `expected`. A fault that did not heal rebuilds the cluster
+    and raises.
+    """
+    from chaos.run import run_cell
+    from faults.base import FaultError
+
+    if failpoints and expected is LOOK_UP:
+        raise ValueError(f"cell {cell.test_id} with failpoints {sorted(failpoints)}: no expectation row is keyed "
+                         "by failpoints; pass expected=False (the test asserts its own figures) or "
+                         "expected=Expectation.of(...)")
+
+    default_runs = runs or cell.runs
+    count = default_runs if fixed_runs else (getattr(options, "runs", None) or default_runs)
+    scale = time_scale or options.time_scale
+    try:
+        result = run_cell(_following(cluster), cell.preset, list(cell.faults), runs=count, seed=options.seed,
+                          time_scale=scale, parts=dict(cell.parts) or None,
+                          failpoints=dict(failpoints) if failpoints else None, keep_runs="always")
+    except FaultError as exc:
+        cluster.rebuild(reason=f"fault did not heal: {exc}")  # the next test gets a sound topology
+        raise
+    if expected is True:
+        expectation = expect(cell.preset, list(cell.faults), dict(cell.parts))
+    else:
+        expectation = expected or None
+    cell_area = area_of(expectation, area)
+    row = cell_row(result, area=cell_area, preset=cell.preset, fault=list(cell.faults),
+                   expected=expectation, parts=cell.parts)
+    judged = expected is not False and expected is not None
+    outcome = CellRun(cell, result, expectation, cell_area, row, judged=judged)
+    if histories:
+        outcome.histories  # noqa: B018 - read now
+    _report(outcome, options.seed, scale)
+    return outcome
+
+
+def _report(outcome: CellRun, seed: int, time_scale: float) -> None:
+    """Labels, parameters, steps and attachments in Allure (a no-op when it is not reporting)."""
+    cell, result = outcome.cell, outcome.result
+    if report_cell is not None:
+        report_cell(result, area=outcome.area, preset=cell.preset, fault=outcome.fault, parts=dict(cell.parts),
+                    runs=result.run_count, seed=seed, time_scale=time_scale, expected=outcome.expectation,
+                    histories=outcome._histories)
+        return
+    from chaos.report.attachments import allure_active, attach_cell, label_cell
+
+    if allure_active():
+        label_cell(cell.preset, outcome.fault, seed=seed, runs=result.run_count)
+        attach_cell(result, context={"preset": cell.preset, "fault": outcome.fault, "seed": seed,
+                                     "time_scale": time_scale, "expected": outcome.expectation})

@@ -1,0 +1,133 @@
+"""The per-cell summary of a real small suite, run as a child pytest with and without xdist:
+the terminal table's rows, the --chaos-summary JSON, and what a bad summary path does."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from chaos.report.rows import ROW_KEYS
+
+ROOT = Path(__file__).resolve().parents[2]
+SCENARIO = Path(__file__).parent / "scenarios" / "cells_scenario.py"
+
+
+@pytest.fixture
+def private_base():
+    """A cluster base of our own (0755 for PostgreSQL): kept run dirs land here, not in the shared one."""
+    path = Path(tempfile.mkdtemp(prefix="chaos-cells-base-", dir="/dev/shm" if Path("/dev/shm").is_dir() else None))
+    path.chmod(0o755)
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def child(tmp_path: Path, base: Path, mode: str, *args: str, env: dict[str, str] | None = None
+          ) -> subprocess.CompletedProcess:
+    out = tmp_path / f"out-{mode}-{len(list(tmp_path.glob('out-*')))}"
+    out.mkdir()
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_XDIST")}
+    environ.update(CHAOS_CELLS_MODE=mode, CHAOS_SCENARIO_OUT=str(out), CHAOS_CLUSTER_BASE=str(base), **(env or {}))
+    run = subprocess.run([sys.executable, "-m", "pytest", str(SCENARIO), "-p", "no:cacheprovider",
+                          f"--basetemp={out / 'bt'}", *args], cwd=ROOT, env=environ,
+                         capture_output=True, text=True, timeout=600)
+    run.out = out  # type: ignore[attr-defined]
+    return run
+
+
+def table(stdout: str) -> list[list[str]]:
+    """The rows of the chaos cells table (header first), split on runs of two spaces."""
+    lines = stdout.splitlines()
+    start = next(i for i, line in enumerate(lines) if "chaos cells:" in line)
+    rows = []
+    for line in lines[start + 1:]:
+        if not line.strip() or line.startswith(("=", "chaos summary:", "ERROR")):
+            break
+        rows.append([c.strip() for c in line.split("  ") if c.strip()])
+    return rows
+
+
+EXPECTED_TABLE = [
+    ["area", "preset", "fault", "runs", "lost", "dup", "reord", "wrong", "pending", "verdict", "expected", "match"],
+    ["ordering", "baseline", "none", "2", "0", "0", "2", "2/2", "0", "invalid"],
+    ["ordering", "s1", "none", "2", "0", "0", "0", "0/2", "0", "valid"],
+]
+
+
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["no-xdist", "xdist"])
+def test_the_table_and_the_json_list_every_cell(tmp_path, private_base, workers):
+    summary = tmp_path / "summary.json"
+    run = child(tmp_path, private_base, "cells", "--chaos-runs", "2", f"--chaos-summary={summary}", *workers)
+    assert run.returncode == 0, run.stdout + run.stderr
+    rows = table(run.stdout)
+    assert len(rows) == 3, run.stdout
+    assert rows[0] == EXPECTED_TABLE[0]
+    for got, want in zip(rows[1:], EXPECTED_TABLE[1:]):
+        assert got[:10] == want, run.stdout
+        assert got[-1] == "yes", run.stdout          # the row of the table judged them and they matched
+        assert "wrong_final_state_runs" in got[10]    # the bounds, in short
+    assert f"chaos summary: 2 cells written to {summary}" in run.stdout
+
+    doc = json.loads(summary.read_text())
+    assert doc["schema_version"] == 1 and len(doc["cells"]) == 2
+    baseline, s1 = doc["cells"]
+    for cell in doc["cells"]:
+        assert set(ROW_KEYS) <= set(cell), cell
+        assert cell["area"] == "ordering" and cell["fault"] == "none" and cell["runs"] == 2 and cell["params"] == {}
+        assert cell["match"] is True and cell["wall_s"] > 0 and cell["test"].endswith(("holds", "every_run"))
+    assert baseline["preset"] == "baseline" and baseline["wrong_final_state_runs"] == 2
+    assert baseline["verdict"] == "invalid" and "wrong_final_state_runs == runs" in baseline["expected"]
+    assert s1["preset"] == "s1" and s1["verdict"] == "valid" and s1["wrong_final_state_runs"] == 0
+
+    # Passing cells leave no run dirs behind.
+    for name in ("s1", "baseline"):
+        root = Path((run.out / f"{name}.root").read_text())
+        assert not root.exists(), f"{root} outlived its passing test"
+    assert not (private_base / ".kept").exists() or not any((private_base / ".kept").iterdir())
+
+
+def test_a_mismatching_cell_shows_NO_and_keeps_its_run_dirs(tmp_path, private_base):
+    summary = tmp_path / "summary.json"
+    run = child(tmp_path, private_base, "mismatch", "-rA", f"--chaos-summary={summary}")
+    assert run.returncode == 1, run.stdout + run.stderr
+    mismatch = next(r for r in table(run.stdout)[1:] if r[-2] == "lost >= 1")
+    assert mismatch[:3] == ["scenarios", "s1", "none"] and mismatch[-1] == "NO", run.stdout
+    assert "EXPECTATION MISMATCH s1 x none" in run.stdout
+    root = Path(re.search(r"run dirs: (/\S+)", run.stdout).group(1))
+    assert "chaos run dirs (kept)" in run.stdout
+    kept = list((private_base / ".kept").glob(f"*/{root.name}"))       # moved there when the cluster closed
+    assert kept and any(kept[0].iterdir()), f"the failing cell's run dirs were not kept: {kept}"
+    # A cell run with check=False whose expectation the test never asserted errors the test.
+    assert "ran with check=False and its expectation was never asserted" in run.stdout
+    cells = json.loads(summary.read_text())["cells"]
+    assert [c["match"] for c in cells] == [True, False] or [c["match"] for c in cells] == [False, True]
+
+
+@pytest.mark.parametrize("where, message", [
+    ("missing/summary.json", "does not exist"),
+    (".", "that is a directory"),
+])
+def test_a_summary_path_that_cannot_be_written_is_refused_before_any_test(tmp_path, private_base, where, message):
+    run = child(tmp_path, private_base, "vanish", f"--chaos-summary={tmp_path / where}",
+                env={"CHAOS_CELLS_VANISH": str(tmp_path / "never")})
+    assert run.returncode == 4, run.stdout + run.stderr
+    assert message in run.stderr and "give a file path in an existing, writable directory" in run.stderr
+    assert "passed" not in run.stdout and not (tmp_path / "never").exists()
+
+
+def test_a_summary_that_cannot_be_written_at_the_end_still_leaves_the_test_results(tmp_path, private_base):
+    doomed = tmp_path / "doomed"
+    doomed.mkdir()
+    junit = tmp_path / "junit.xml"
+    run = child(tmp_path, private_base, "vanish", f"--chaos-summary={doomed / 'summary.json'}",
+                f"--junitxml={junit}", env={"CHAOS_CELLS_VANISH": str(doomed)})
+    assert run.returncode == 4, run.stdout + run.stderr
+    assert "1 passed" in run.stdout
+    assert "could not write the summary" in run.stdout and "give a file path" in run.stdout
+    assert 'tests="' in junit.read_text() and "test_the_summary_dir_vanishes" in junit.read_text()

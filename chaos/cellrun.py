@@ -16,14 +16,8 @@ from chaos.cells import Cell
 from chaos.checker import CellResult
 from chaos.expectations import Expectation, assert_cell, expect, table
 from chaos.history import read_history
+from chaos.report.allure_cell import report_cell
 from chaos.report.rows import cell_row
-
-try:  # seam A: H4's Allure reporter; until it lands, the older attachment helpers
-    from chaos.report.allure_cell import report_cell
-except ModuleNotFoundError as exc:
-    if exc.name != "chaos.report.allure_cell":
-        raise
-    report_cell = None
 
 try:  # while the orchestrator does not follow a failover by itself (faults/following.py goes then)
     from faults.following import FollowingCluster as _following
@@ -153,14 +147,6 @@ def run(cell: Cell, cluster: Any, options: Any, *, runs: int | None = None, fixe
 def _report(outcome: CellRun, seed: int, time_scale: float) -> None:
     """Labels, parameters, steps and attachments in Allure (a no-op when it is not reporting)."""
     cell, result = outcome.cell, outcome.result
-    if report_cell is not None:
-        report_cell(result, area=outcome.area, preset=cell.preset, fault=outcome.fault, parts=dict(cell.parts),
-                    runs=result.run_count, seed=seed, time_scale=time_scale, expected=outcome.expectation,
-                    histories=outcome._histories)
-        return
-    from chaos.report.attachments import allure_active, attach_cell, label_cell
-
-    if allure_active():
-        label_cell(cell.preset, outcome.fault, seed=seed, runs=result.run_count)
-        attach_cell(result, context={"preset": cell.preset, "fault": outcome.fault, "seed": seed,
-                                     "time_scale": time_scale, "expected": outcome.expectation})
+    report_cell(result, area=outcome.area, preset=cell.preset, fault=outcome.fault, parts=dict(cell.parts),
+                runs=result.run_count, seed=seed, time_scale=time_scale, expected=outcome.expectation,
+                histories=outcome._histories)

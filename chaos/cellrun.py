@@ -3,8 +3,8 @@
 ``run`` runs a Cell (or a preset spec) on a cluster with the session's runs, seed and time
 scale, reports it to Allure and returns a CellRun: the result, each run's history (read on
 demand while the run dirs exist), the expectation from the table, and the summary row.
-The plugin's ``chaos_cell`` fixture (chaos/pytest_cells.py) wraps it: it records the row
-for the terminal summary and tidies the run dirs after the test.
+The plugin's ``chaos_cell`` fixture (chaos/pytest_cells.py) wraps it and records the row
+for the terminal summary; chaos/pytest_rundirs.py removes a passing test's run dirs.
 """
 from __future__ import annotations
 
@@ -18,15 +18,6 @@ from chaos.expectations import Expectation, assert_cell, expect, table
 from chaos.history import read_history
 from chaos.report.allure_cell import report_cell
 from chaos.report.rows import cell_row
-
-try:  # while the orchestrator does not follow a failover by itself (faults/following.py goes then)
-    from faults.following import FollowingCluster as _following
-except ModuleNotFoundError as exc:
-    if exc.name != "faults.following":
-        raise
-
-    def _following(cluster: Any) -> Any:
-        return cluster
 
 LOOK_UP = True   # `expected=LOOK_UP`: the expectation table's row for the cell's exact parameters
 
@@ -103,7 +94,8 @@ def run(cell: Cell, cluster: Any, options: Any, *, runs: int | None = None, fixe
         time_scale: float | None = None, failpoints: Mapping[str, dict] | None = None,
         expected: Expectation | bool | None = LOOK_UP, area: str = "",
         histories: bool = False) -> CellRun:
-    """Run the cell on `cluster`; every run dir is kept (the caller removes them).
+    """Run the cell on `cluster`; every run dir is kept (chaos/pytest_rundirs.py removes a
+    passing test's).
 
     Runs: `runs` or the cell's, overridden by ``--chaos-runs`` unless `fixed_runs`. `expected`:
     LOOK_UP (the table's row for the cell's parameters), an Expectation, or None/False (the
@@ -112,7 +104,7 @@ def run(cell: Cell, cluster: Any, options: Any, *, runs: int | None = None, fixe
     and raises.
     """
     from chaos.run import run_cell
-    from faults.base import FaultError
+    from faults.interface import FaultError
 
     if failpoints and expected is LOOK_UP:
         raise ValueError(f"cell {cell.test_id} with failpoints {sorted(failpoints)}: no expectation row is keyed "
@@ -123,7 +115,7 @@ def run(cell: Cell, cluster: Any, options: Any, *, runs: int | None = None, fixe
     count = default_runs if fixed_runs else (getattr(options, "runs", None) or default_runs)
     scale = time_scale or options.time_scale
     try:
-        result = run_cell(_following(cluster), cell.preset, list(cell.faults), runs=count, seed=options.seed,
+        result = run_cell(cluster, cell.preset, list(cell.faults), runs=count, seed=options.seed,
                           time_scale=scale, parts=dict(cell.parts) or None,
                           failpoints=dict(failpoints) if failpoints else None, keep_runs="always")
     except FaultError as exc:

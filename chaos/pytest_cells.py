@@ -6,15 +6,14 @@ per-cell summary at the end of the session (terminal table, ``--chaos-summary PA
 
 runs the cell on this worker's cluster with the session's runs, seed and time scale,
 reports it to Allure, asserts the expectation table's row for it, records its summary row
-(report.user_properties, so xdist workers hand it to the controller) and removes the run
-dirs after a passing test (a failing test keeps them, their path in the report). The
-controller (or the only process, without xdist) collects the rows from the test reports.
+(report.user_properties, so xdist workers hand it to the controller). chaos/pytest_rundirs.py
+removes a passing test's run dirs and names a failing test's. The controller (or the only
+process, without xdist) collects the rows from the test reports.
 """
 from __future__ import annotations
 
 import json
 import os
-import shutil
 from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
 
@@ -71,14 +70,12 @@ class CellRunner:
 
 @pytest.fixture
 def chaos_cell(request: pytest.FixtureRequest, cluster: Any, chaos_options: Any) -> Iterator[CellRunner]:
-    """Run cells on this worker's cluster (see CellRunner); run dirs go when the test passes."""
+    """Run cells on this worker's cluster (see CellRunner); a passing test must have asserted
+    every judged cell."""
     yield CellRunner(request.node, cluster, chaos_options)
     outcomes = request.node.stash.get(_OUTCOMES, [])
     report = request.node.stash.get(_CALL_REPORT, None)
     passed = report is not None and report.passed
-    if passed and not chaos_options.keep_runs:
-        for outcome in outcomes:
-            shutil.rmtree(outcome.run_root, ignore_errors=True)
     unchecked = [o for o in outcomes if o.judged and not o.checked]
     if passed and unchecked:
         first = unchecked[0]
@@ -94,9 +91,6 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Any:
     report = yield
     if report.when == "call":
         item.stash[_CALL_REPORT] = report
-        outcomes = item.stash.get(_OUTCOMES, [])
-        if report.failed and outcomes:
-            report.sections.append(("chaos run dirs (kept)", "\n".join(str(o.run_root) for o in outcomes)))
     return report
 
 

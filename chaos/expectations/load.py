@@ -31,8 +31,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
+from chaos.cells import Cell, rows
 from chaos.expectations.table import RUNS, eq, ge
-from faults.cells import Cell, rows
 
 SIZE_ENV = "CHAOS_LOAD_SIZE"
 

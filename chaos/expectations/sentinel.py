@@ -21,10 +21,10 @@ CI runs the few cells in ``CI_CELLS`` (suites/sentinel); the rest are the nightl
 """
 from __future__ import annotations
 
+from chaos.cells import Cell, rows
 from chaos.expectations.failover import WORKLOAD, fits, keeps_version_order, prefetches, rejects_copies
 from chaos.expectations.table import RUNS, eq, ge
 from chaos.strategies.presets import PRESETS
-from faults.cells import Cell, rows
 
 FAULT_NAME = "sentinel-failover"
 PARTITION = f"{FAULT_NAME}:after_entries=100,at_ms=0"

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import pytest
 
+from chaos.cellrun import CellRun
 from chaos.expectations.load import CELLS, SIZE
-from faults import suite
 
 
-def fault_hit(outcome: suite.CellRun, run: int) -> list[str]:
+def fault_hit(outcome: CellRun, run: int) -> list[str]:
     """What is missing from the run's history for each of the cell's faults to have acted."""
     history = outcome.histories[run]
     missing = []
@@ -33,11 +33,10 @@ def fault_hit(outcome: suite.CellRun, run: int) -> list[str]:
 
 
 @pytest.mark.parametrize("cell", CELLS, ids=[c.test_id for c in CELLS])
-def test_load_cell(cell, cluster, chaos_options) -> None:
-    outcome = suite.run(cell, cluster, chaos_options)
+def test_load_cell(cell, chaos_cell) -> None:
+    outcome = chaos_cell(cell, check=False)
     for run in range(len(outcome.histories)):
         missing = fault_hit(outcome, run)
         assert not missing, f"run {run} of {cell.test_id} ({SIZE.total} events): {missing}; {outcome.figures()}"
-    suite.check(outcome)
+    outcome.check()
     print(f"{cell.test_id}: {outcome.figures()} in {outcome.result.wall_s:.1f} s")
-    suite.discard(outcome, chaos_options)

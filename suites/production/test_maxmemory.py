@@ -7,21 +7,21 @@ from __future__ import annotations
 
 import pytest
 
+from chaos.cellrun import CellRun
 from chaos.expectations.production import CELLS
-from faults import suite
 
 OOM_CELLS = [c for c in CELLS if any(f.startswith("maxmemory") for f in c.faults)]
 
 
-def refusals(outcome: suite.CellRun, run: int) -> int:
+def refusals(outcome: CellRun, run: int) -> int:
     lifted = [v for v in outcome.fault_ops(run, "maxmemory") if v.get("step") == "lifted"]
     assert lifted, f"run {run}: the cap was never lifted; fault ops {outcome.fault_ops(run)}"
     return lifted[0]["oom_refusals"]
 
 
 @pytest.mark.parametrize("cell", OOM_CELLS, ids=[c.test_id for c in OOM_CELLS])
-def test_maxmemory_cell(cell, cluster, chaos_options) -> None:
-    outcome = suite.run(cell, cluster, chaos_options)
+def test_maxmemory_cell(cell, chaos_cell, cluster) -> None:
+    outcome = chaos_cell(cell, check=False)
     per_run = [refusals(outcome, run) for run in range(len(outcome.histories))]
     refused_publishes = [sum(1 for op in history if op["f"] == "publish" and op["type"] == "fail"
                              and "OutOfMemoryError" in str((op.get("value") or {}).get("error", "")))
@@ -30,6 +30,5 @@ def test_maxmemory_cell(cell, cluster, chaos_options) -> None:
     assert all(n >= 1 for n in per_run), f"a run saw no OOM: {figures}"
     assert all(n >= 1 for n in refused_publishes), f"a run's producer was never refused: {figures}"
     print(f"{cell.test_id}: {figures}")
-    suite.check(outcome)
+    outcome.check()
     assert cluster.direct_redis().config_get("maxmemory")["maxmemory"] == "0", "the cap outlived the fault"
-    suite.discard(outcome, chaos_options)

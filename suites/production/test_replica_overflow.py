@@ -7,17 +7,17 @@ from __future__ import annotations
 
 import pytest
 
+from chaos.cellrun import CellRun
 from chaos.expectations.production import OVERFLOW_CELLS
-from faults import suite
 
 
-def steps(outcome: suite.CellRun, run: int) -> dict[str, dict]:
+def steps(outcome: CellRun, run: int) -> dict[str, dict]:
     return {v.get("step"): v for v in outcome.fault_ops(run, "replica-overflow")}
 
 
 @pytest.mark.parametrize("cell", OVERFLOW_CELLS, ids=[c.test_id for c in OVERFLOW_CELLS])
-def test_replica_overflow_cell(cell, cluster, chaos_options) -> None:
-    outcome = suite.run(cell, cluster, chaos_options)
+def test_replica_overflow_cell(cell, chaos_cell) -> None:
+    outcome = chaos_cell(cell, check=False)
     runs = [steps(outcome, run) for run in range(len(outcome.histories))]
     behind = [r.get("promote", {}).get("unreplicated_bytes") for r in runs]
     per_run = [(r.counts.lost, r.counts.redelivered) for r in outcome.result.runs]
@@ -27,5 +27,4 @@ def test_replica_overflow_cell(cell, cluster, chaos_options) -> None:
         assert seen.get("promote", {}).get("failed_over"), f"NO FAILOVER in run {run}: {seen}"
     assert all(b and b > 0 for b in behind), f"a promoted replica was not behind: {figures}"
     print(f"{cell.test_id}: {figures}")
-    suite.check(outcome)
-    suite.discard(outcome, chaos_options)
+    outcome.check()

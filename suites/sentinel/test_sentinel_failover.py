@@ -11,11 +11,11 @@ from collections import Counter
 
 import pytest
 
+from chaos.cellrun import CellRun
 from chaos.expectations.sentinel import CI_CELLS, FAULT_NAME, REPLAY_5433
-from faults import suite
 
 
-def promotion(outcome: suite.CellRun, run: int) -> tuple[float, dict]:
+def promotion(outcome: CellRun, run: int) -> tuple[float, dict]:
     """(when, what) of the run's promotion; fails the test if Sentinel never promoted."""
     stops = [op for op in outcome.histories[run] if op["f"] == "fault" and op["value"].get("name") == FAULT_NAME
              and op["value"].get("phase") == "stop"]
@@ -24,12 +24,12 @@ def promotion(outcome: suite.CellRun, run: int) -> tuple[float, dict]:
     return stops[0]["time"], stops[0]["value"]
 
 
-def told(outcome: suite.CellRun, run: int) -> set[str]:
+def told(outcome: CellRun, run: int) -> set[str]:
     """Every primary address Sentinel gave the workers in a run."""
     return {op["value"]["master"] for op in outcome.histories[run] if op["f"] == "sentinel"}
 
 
-def read_again(outcome: suite.CellRun, run: int, at: float) -> int:
+def read_again(outcome: CellRun, run: int, at: float) -> int:
     """Events delivered before the promotion and delivered again through `>` after it."""
     history = outcome.histories[run]
     before = {op["event_id"] for op in history if op["f"] == "deliver" and op["type"] == "ok" and op["time"] < at}
@@ -37,7 +37,7 @@ def read_again(outcome: suite.CellRun, run: int, at: float) -> int:
                and op.get("via") == "read" and op.get("event_id") in before)
 
 
-def client_errors(outcome: suite.CellRun, run: int) -> Counter:
+def client_errors(outcome: CellRun, run: int) -> Counter:
     """What the producer saw: its failed or unknown publishes, by error type."""
     return Counter(str((op.get("value") or {}).get("error", "?")).split(":")[0]
                    for op in outcome.histories[run] if op["f"] == "publish" and op["type"] in ("fail", "info"))
@@ -45,8 +45,8 @@ def client_errors(outcome: suite.CellRun, run: int) -> Counter:
 
 @pytest.mark.parametrize("cell", CI_CELLS, ids=[c.test_id.replace(f"{FAULT_NAME}:after_entries=100,at_ms=0", "")
                                                  .rstrip("|,").replace("|,", "|") or c.test_id for c in CI_CELLS])
-def test_sentinel_cell(cell, cluster, chaos_options) -> None:
-    outcome = suite.run(cell, cluster, chaos_options)
+def test_sentinel_cell(cell, chaos_cell) -> None:
+    outcome = chaos_cell(cell, check=False)
     runs = range(len(outcome.histories))
     stops = [promotion(outcome, run) for run in runs]
     timings = [{k: v.get(k) for k in ("detect_s", "promote_s", "demote_s", "acked_after_sync")} for _, v in stops]
@@ -61,5 +61,4 @@ def test_sentinel_cell(cell, cluster, chaos_options) -> None:
         # redis/redis#5433: entries read and acknowledged on the old primary come back as NEW entries
         assert sum(again) >= 1, f"no acknowledged entry came back through >: {figures}"
     print(f"{cell.test_id}: {figures}")
-    suite.check(outcome)
-    suite.discard(outcome, chaos_options)
+    outcome.check()

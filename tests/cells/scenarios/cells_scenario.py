@@ -14,7 +14,7 @@ import pytest
 from chaos.expectations import Expectation, ge
 
 MODE = os.environ.get("CHAOS_CELLS_MODE", "cells")
-OUT = Path(os.environ.get("CHAOS_SCENARIO_OUT", "."))
+OUT = Path(os.environ.get("CHAOS_SCENARIO_OUT") or "/nonexistent-chaos-scenario-out")
 only = {mode: pytest.mark.skipif(MODE != mode, reason=f"mode {mode}") for mode in ("cells", "mismatch", "vanish")}
 
 

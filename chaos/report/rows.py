@@ -70,16 +70,18 @@ TABLE_COLUMNS = (("area", "area"), ("preset", "preset"), ("fault", "fault"), ("r
                  ("expected", "expected"), ("match", "match"))
 
 
-def _spec_text(name: Any, params: Mapping[str, str], prefix: str | None) -> str:
-    """``s1:wait_ms=25`` (preset's own params) or ``promote-replica:at_ms=0`` (``<fault>.<k>``)."""
-    if prefix is None:
-        own = {k: v for k, v in params.items() if "." not in k and k not in SLOTS}
-    else:
-        own = {k.split(".", 1)[1]: v for k, v in params.items() if k.split(".", 1)[0] in prefix.split("+")
-               and "." in k}
-    shown = ",".join(f"{k}={v}" for k, v in own.items())
-    parts = [k for k in params if k in SLOTS] if prefix is None else []
-    return f"{name}{':' + shown if shown else ''}{''.join(f' +{p}' for p in parts)}"
+def _spec_text(name: Any, params: Mapping[str, str], fault: bool) -> str:
+    """``s1:wait_ms=25 +workload`` (the preset's own params, replaced parts) or, for faults,
+    each fault with its own params (``<fault>.<k>``): ``kill-consumer+promote-replica:at_ms=0``."""
+    if fault:
+        specs = []
+        for each in str(name).split("+"):
+            own = ",".join(f"{k.split('.', 1)[1]}={v}" for k, v in params.items() if k.startswith(f"{each}."))
+            specs.append(f"{each}:{own}" if own else each)
+        return "+".join(specs)
+    own = ",".join(f"{k}={v}" for k, v in params.items() if "." not in k and k not in SLOTS)
+    parts = "".join(f" +{k}" for k in params if k in SLOTS)
+    return f"{name}{':' + own if own else ''}{parts}"
 
 
 def _cell_text(key: str, row: Mapping[str, Any]) -> str:
@@ -92,9 +94,9 @@ def _cell_text(key: str, row: Mapping[str, Any]) -> str:
     if key == "expected":
         return value or "(no row)"
     if key == "preset":
-        return _spec_text(value, params, None)
+        return _spec_text(value, params, fault=False)
     if key == "fault":
-        return _spec_text(value, params, str(value))
+        return _spec_text(value, params, fault=True)
     return str(value)
 
 

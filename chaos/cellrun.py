@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from chaos.cells import Cell
+from chaos.expectations.cells import Cell
 from chaos.checker import CellResult
 from chaos.expectations import Expectation, assert_cell, expect, table
 from chaos.history import read_history

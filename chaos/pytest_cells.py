@@ -20,7 +20,7 @@ from typing import Any, Iterator, Mapping, Sequence
 import pytest
 
 from chaos.cellrun import LOOK_UP, CellRun, as_cell, run
-from chaos.cells import Cell
+from chaos.expectations.cells import Cell
 from chaos.expectations import Expectation
 from chaos.report.rows import table_lines, write_summary
 

@@ -6,7 +6,7 @@ leaves exactly that recoverable (pending, or recovered by XAUTOCLAIM in the drai
 """
 from __future__ import annotations
 
-from chaos.cells import Cell, rows
+from chaos.expectations.cells import Cell, rows
 from chaos.expectations.table import RUNS, eq, ge, satisfies
 
 KILL = "kill-consumer"  # SIGKILL at 1.2 s into the first 500-entry batch (5 ms per job)

@@ -15,7 +15,7 @@ delivery's `prefetches`) decides which bounds it must meet, never their names.
 """
 from __future__ import annotations
 
-from chaos.cells import Cell, rows
+from chaos.expectations.cells import Cell, rows
 from chaos.expectations.table import RUNS, eq, ge, le
 from chaos.strategies.presets import PRESETS, Strategy, resolve
 

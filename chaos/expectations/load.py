@@ -31,7 +31,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from chaos.cells import Cell, rows
+from chaos.expectations.cells import Cell, rows
 from chaos.expectations.table import RUNS, eq, ge
 
 SIZE_ENV = "CHAOS_LOAD_SIZE"

@@ -25,7 +25,7 @@ rows; one S1 consumer with a plain UPDATE, so the stream order *is* the final st
 """
 from __future__ import annotations
 
-from chaos.cells import Cell, rows
+from chaos.expectations.cells import Cell, rows
 from chaos.expectations.table import RUNS, eq, ge
 
 KILL_AT_MARK = "kill-dispatcher"                      # at=after_xadd_before_mark, first row

@@ -9,7 +9,7 @@ the event is in the stream twice and is delivered twice.
 """
 from __future__ import annotations
 
-from chaos.cells import Cell, rows
+from chaos.expectations.cells import Cell, rows
 from chaos.expectations.table import RUNS, eq, ge
 
 BLIP = "publish-blip"                     # reset_peer on P-order's link, 0-800 ms

@@ -25,7 +25,7 @@ s5 35+18; `promote-replica` with its 500 ms hold on the same workload: s1 lost 7
 """
 from __future__ import annotations
 
-from chaos.cells import Cell, rows
+from chaos.expectations.cells import Cell, rows
 from chaos.expectations.table import RUNS, eq, ge
 
 WORKLOAD = "many-orders:keys=10,events=5,gap_ms=20"

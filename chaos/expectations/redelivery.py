@@ -7,7 +7,7 @@ v=2 (reordered 2 per run, final `created`); with CAS both match 0 rows.
 """
 from __future__ import annotations
 
-from chaos.cells import Cell, rows
+from chaos.expectations.cells import Cell, rows
 from chaos.expectations.table import RUNS, eq, ge
 
 CLAIM = "xautoclaim:etype=created,stall_ms=1500"

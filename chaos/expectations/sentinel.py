@@ -21,7 +21,7 @@ CI runs the few cells in ``CI_CELLS`` (suites/sentinel); the rest are the nightl
 """
 from __future__ import annotations
 
-from chaos.cells import Cell, rows
+from chaos.expectations.cells import Cell, rows
 from chaos.expectations.failover import WORKLOAD, fits, keeps_version_order, prefetches, rejects_copies
 from chaos.expectations.table import RUNS, eq, ge
 from chaos.strategies.presets import PRESETS

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from chaos import cellrun
-from chaos.cells import Cell
+from chaos.expectations.cells import Cell
 from chaos.expectations.table import eq
 from faults import get_fault
 from faults.interface import FaultError

@@ -224,6 +224,8 @@ class SentinelCluster(NativeCluster):
     @classmethod
     def start(cls, name: str, *, spec: SentinelSpec | None = None, **options: Any) -> "SentinelCluster":
         """Start the whole topology; ``spec`` defaults to $CHAOS_TOPOLOGY's parameters."""
+        if spec is None and cls is not SentinelCluster:      # rebuild() of a started cluster: the same shape
+            spec = cls.spec
         if spec is None:
             spec = parse_topology(os.environ.get(ENV) or "sentinel")[1] or SentinelSpec()
         spec.validate()

@@ -17,11 +17,13 @@ from chaos.expectations.sentinel import CI_CELLS, FAULT_NAME, REPLAY_5433
 
 def promotion(outcome: CellRun, run: int) -> tuple[float, dict]:
     """(when, what) of the run's promotion; fails the test if Sentinel never promoted."""
-    stops = [op for op in outcome.histories[run] if op["f"] == "fault" and op["value"].get("name") == FAULT_NAME
-             and op["value"].get("phase") == "stop"]
+    ops = [op for op in outcome.histories[run] if op["f"] == "fault" and op["value"].get("name") == FAULT_NAME]
+    stops = [op for op in ops if op["value"].get("phase") == "stop"]
     assert stops and stops[0]["value"].get("failed_over"), (
         f"NO SENTINEL FAILOVER in run {run} of {outcome.cell.test_id}: fault ops {outcome.fault_ops(run)}")
-    return stops[0]["time"], stops[0]["value"]
+    stop = stops[0]["value"]
+    acted = [op["time"] for op in ops if op["value"].get("phase") == "info" and op["value"].get("step") == stop["mode"]]
+    return acted[0] + stop["promote_s"], stop
 
 
 def told(outcome: CellRun, run: int) -> set[str]:

@@ -324,9 +324,9 @@ def merge(shard_dirs: Iterable[Path], out: Path, *, history: Path | None = None,
     foreign = merge_results(shards, results)
 
     cells = [cell for shard in shards for cell in (shard.cells or [])]
-    (out / SUMMARY).write_text(json.dumps({"schema_version": SUMMARY_SCHEMA, "cells": cells,
-                                           "shards": {s.name: len(s.cells or []) for s in shards}},
-                                          indent=2, default=str) + "\n")
+    from chaos.report.rows import summary_json
+    doc = {**summary_json(cells), "shards": {s.name: len(s.cells or []) for s in shards}}
+    (out / SUMMARY).write_text(json.dumps(doc, indent=2, default=str) + "\n")
     _write_matrix(cells, out / "matrix.html", title, len(shards))
     missing = [s.name for s in shards if s.cells is None]
     failing = [c for c in cells if left_expectation(c)]
@@ -378,8 +378,10 @@ def _write_matrix(cells: list[dict], path: Path, title: str, shard_count: int) -
 
 def describe(result: Merged) -> str:
     """What the merge says on stdout: the totals, each cell that left its expectation, notes."""
-    lines = [f"merged {len(result.shards)} shards: {len(result.cells)} cells, "
-             f"{len(result.failing)} left their expectation -> {result.out}"]
+    from chaos.report.rows import table_lines
+    lines = table_lines(result.cells) if result.cells else []
+    lines.append(f"merged {len(result.shards)} shards: {len(result.cells)} cells, "
+                 f"{len(result.failing)} left their expectation -> {result.out}")
     for cell in result.failing:
         figures = " ".join(f"{k}={cell.get(k)}" for k in ("lost", "duplicated", "reordered",
                                                            "wrong_final_state_runs", "pending_left"))

@@ -19,44 +19,18 @@ from .helpers import ROOT, run_pytest
 SELECTION = ("suites/ordering/test_reference_rows.py", "-k", "test_reference_row and (baseline or s5 or inbox or s1)")
 
 
-def has_summary_option() -> bool:
-    return "--chaos-summary" in run_pytest("--help").stdout
-
-
-def summary_from_allure(results: Path) -> dict:
-    """Until the plugin writes --chaos-summary: the rows built from each test's cell.json."""
-    rows = []
-    for path in results.glob("*-result.json"):
-        for attachment in json.loads(path.read_text()).get("attachments", []):
-            if attachment["name"] == "cell.json":
-                cell = json.loads((results / attachment["source"]).read_text())
-                rows.append({"area": "ordering", "preset": cell["preset"], "fault": cell["fault"], "params": {},
-                             "runs": cell["runs"], "lost": cell["lost"], "duplicated": cell["duplicated"],
-                             "reordered": cell["reordered"], "pending_left": cell["pending_left"],
-                             "wrong_final_state_runs": cell["wrong_final_state_runs"], "verdict": cell["verdict"],
-                             "expected": cell.get("expected"), "match": cell.get("matches_expectation"),
-                             "wall_s": cell.get("wall_s")})
-    return {"schema_version": 1, "cells": rows}
-
-
 @pytest.fixture(scope="module")
 def shards(tmp_path_factory) -> list[Path]:
     """Two real shards of a small suite, each laid out as the nightly workflow uploads it."""
     base = tmp_path_factory.mktemp("nightly")
-    summary = has_summary_option()
     dirs = []
     for k in (1, 2):
         shard = base / f"shard-{k}"
-        args = [*SELECTION, "--chaos-runs", "2", "--chaos-seed", "7", f"--chaos-shard={k}/2",
-                "--alluredir", str(shard / "allure-results"), "--chaos-store-durations", str(shard / "durations.json")]
-        if summary:
-            args += ["--chaos-summary", str(shard / "summary.json")]
-        else:
-            shard.mkdir(parents=True, exist_ok=True)
-        proc = run_pytest("-q", *args)
+        shard.mkdir()
+        proc = run_pytest("-q", *SELECTION, "--chaos-runs", "2", "--chaos-seed", "7", f"--chaos-shard={k}/2",
+                          "--alluredir", str(shard / "allure-results"), "--chaos-summary", str(shard / "summary.json"),
+                          "--chaos-store-durations", str(shard / "durations.json"))
         assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
-        if not summary:
-            (shard / "summary.json").write_text(json.dumps(summary_from_allure(shard / "allure-results")))
         dirs.append(shard)
     return dirs
 

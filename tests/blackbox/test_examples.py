@@ -91,11 +91,11 @@ def test_each_example_under_each_fault(blackbox, command, config, fault) -> None
         assert any(v.get("failed_over") for v in fault_ops(cell, name))
         assert cell.count("published") > 0
         if (command, config) in (ACK_FIRST, CAS):
-            # The README's table quotes these losses: events published while replication was
-            # held were acknowledged by the old primary and never reached the promoted one.
-            # A CAS consumer may hide a lost event behind a newer version of its key: counted
-            # as superseded_unobserved, still an event the promoted replica never had.
-            gone = cell.count("lost") + cell.count("superseded_unobserved")
-            assert gone > 0, f"no acknowledged event lost to the failover: {figures(cell)}"
+            # The failover reaches the consumer: events the old primary acknowledged while
+            # replication was held are gone (lost, or for CAS hidden behind a newer version:
+            # superseded_unobserved), or entries it had processed come back (redelivered).
+            # Which one depends on how far the consumer was behind at the kill.
+            seen = cell.count("lost") + cell.count("superseded_unobserved") + cell.count("redelivered")
+            assert seen > 0, f"the failover left no trace in what the consumer did: {figures(cell)}"
     else:  # under heavy load a publish may fail all three attempts: judged on what was published
         assert cell.count("lost") == 0 and cell.count("published") > 0

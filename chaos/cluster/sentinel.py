@@ -44,6 +44,7 @@ from chaos.cluster.redis_server import admin_client, answers_ping
 from chaos.cluster.rundirs import ClusterDir
 from chaos.cluster.topology import RedisNode
 from chaos.errors import BadArguments
+from chaos.params import parse_spec
 
 ENV = "CHAOS_TOPOLOGY"
 TOPOLOGIES = ("replica", "sentinel")
@@ -106,21 +107,22 @@ class SentinelSpec:
 
 def parse_topology(text: str | None) -> tuple[str, SentinelSpec | None]:
     """``"sentinel:quorum=2"`` -> ("sentinel", SentinelSpec); ``"replica"`` -> ("replica", None)."""
-    name, _, rest = (text or DEFAULT_TOPOLOGY).strip().partition(":")
+    try:
+        name, given = parse_spec(text or DEFAULT_TOPOLOGY, "--topology")
+    except BadArguments as exc:   # the one name:k=v parser; a ClusterError for the pytest option
+        raise UnknownTopology(str(exc)) from None
     if name not in TOPOLOGIES:
         raise UnknownTopology(f"unknown topology {name!r}: choose one of {', '.join(TOPOLOGIES)} "
                               f"(--topology, --chaos-topology or {ENV})")
     if name != "sentinel":
-        if rest.strip():
-            raise UnknownTopology(f"topology {name!r} takes no parameters (got {rest!r})")
+        if given:
+            raise UnknownTopology(f"topology {name!r} takes no parameters (got {text!r})")
         return name, None
     known = {f.name for f in fields(SentinelSpec)}
     values: dict[str, int] = {}
-    for part in filter(None, (p.strip() for p in rest.split(","))):
-        key, eq, value = part.partition("=")
-        key = key.strip()
-        if not eq or key not in known:
-            raise UnknownTopology(f"--topology sentinel: {part!r} is not one of "
+    for key, value in given.items():
+        if key not in known:
+            raise UnknownTopology(f"--topology sentinel: {key!r} is not one of "
                                   f"{', '.join(sorted(known))} as k=v, e.g. sentinel:quorum=2")
         try:
             values[key] = int(value)

@@ -261,4 +261,7 @@ def fork_server() -> ForkServer:
 
 
 if __name__ == "__main__":
-    serve()
+    try:
+        serve()
+    except KeyboardInterrupt:  # a terminal's Ctrl-C reaches the whole group: the orchestrator says so
+        sys.exit(130)

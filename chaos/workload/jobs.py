@@ -6,7 +6,7 @@ the ones the checker reads: `deliver`, `apply` invoke/ok/fail, `ack`, `dlq`.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 import redis
 
@@ -26,7 +26,10 @@ class PoisonJob(Exception):
 class JobRunner:
     def __init__(self, env: WorkerEnv, guard: Guard | None, ack: AckPolicy, group: str) -> None:
         self.env, self.guard, self.ack, self.group = env, guard, ack, group
-        self.deferred: list[tuple[str, str, Event]] = []   # acks waiting for the end of the batch
+        # acks not sent yet: a batch's (ack policy batch=1), or the last entry of a read, whose
+        # XACK goes out in one pipeline with the next XREADGROUP (one round trip saved per read)
+        self.deferred: list[tuple[str, str, Event, str | None]] = []
+        self.hold_ack = False   # set by the consumer for the last entry of a read
 
     def deliver(self, r: redis.Redis, stream: str, entry_id: str, fields: dict | None,
                 via: str, delivery_count: int) -> Event | None:
@@ -93,8 +96,8 @@ class JobRunner:
                delivery_count: int) -> None:
         """XACK a done entry (ack after), or dead-letter one that failed its last attempt."""
         if status == DONE:
-            if self.ack.after and self.ack.batch:
-                self.deferred.append((stream, entry_id, ev))
+            if self.ack.after and (self.ack.batch or self.hold_ack):
+                self.deferred.append((stream, entry_id, ev, "batch" if self.ack.batch else None))
             elif self.ack.after:
                 r.xack(stream, self.group, entry_id)
                 self.env.op("ok", "ack", **ev.op_fields(), entry_id=entry_id, stream=stream)
@@ -103,14 +106,34 @@ class JobRunner:
             self.dead_letter(r, stream, entry_id, ev, delivery_count)
 
     def flush_acks(self, r: redis.Redis) -> None:
-        """Send the batch's deferred acks, one XACK per stream (ack policy batch=1)."""
+        """Send the acks not sent yet, one XACK per stream (their ops in one history write).
+        A link error drops them unrecorded, as it does a lone XACK's: they stay pending."""
         deferred, self.deferred = self.deferred, []
-        for stream in {s for s, _, _ in deferred}:
-            ids = [entry_id for s, entry_id, _ in deferred if s == stream]
-            r.xack(stream, self.group, *ids)
-        history = self.env.history  # one XACK per stream, its ops in one write (produced together)
-        history.ops([history.make("ok", "ack", **ev.op_fields(), entry_id=entry_id, stream=stream, value="batch")
-                     for stream, entry_id, ev in deferred])
+        if deferred:
+            pipe = r.pipeline(transaction=False)
+            _queue_acks(pipe, self.group, deferred)
+            pipe.execute()
+            self._acked(deferred)
+
+    def read_after_acks(self, r: redis.Redis, read_now: Callable[[Any], None],
+                        read_blocking: Callable[[], list]) -> list:
+        """The next read, with the acks not sent yet in the same pipeline before it (Redis runs
+        them in order, so every XACK still precedes the read). `read_now(pipe)` queues a
+        non-blocking XREADGROUP; when it finds nothing, `read_blocking()` waits for entries."""
+        deferred, self.deferred = self.deferred, []
+        if not deferred:
+            return read_blocking()
+        pipe = r.pipeline(transaction=False)
+        _queue_acks(pipe, self.group, deferred)
+        read_now(pipe)
+        replies = pipe.execute()
+        self._acked(deferred)
+        return replies[-1] or read_blocking()
+
+    def _acked(self, deferred: list[tuple[str, str, Event, str | None]]) -> None:
+        history = self.env.history  # sent together: their ops in one write
+        history.ops([history.make("ok", "ack", **ev.op_fields(), entry_id=entry_id, stream=stream, value=value)
+                     for stream, entry_id, ev, value in deferred])
 
     def dead_letter(self, r: redis.Redis, stream: str, entry_id: str, ev: Event, delivery_count: int) -> None:
         fields: dict[str, Any] = {**ev.fields(), "source_stream": stream, "source_id": entry_id,
@@ -132,6 +155,11 @@ class JobRunner:
         status = self.apply(ev, entry_id)
         if self.ack.mode == "after":
             self.finish(r, stream, entry_id, ev, status, delivery_count)
+
+
+def _queue_acks(pipe: Any, group: str, deferred: list[tuple[str, str, Event, str | None]]) -> None:
+    for stream in dict.fromkeys(s for s, _, _, _ in deferred):
+        pipe.xack(stream, group, *[entry_id for s, entry_id, _, _ in deferred if s == stream])
 
 
 def delivery_count(r: redis.Redis, stream: str, group: str, entry_id: str) -> int:

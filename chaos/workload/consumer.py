@@ -130,6 +130,6 @@ def main(env: WorkerEnv) -> int:
             reader.link_broken(exc)   # the primary refused (min-replicas-to-write, maxmemory): retry, do not die
     try:
         runner.flush_acks(r)  # asked to stop: what was processed is acked, as before the stop
-    except LINK_ERRORS as exc:
+    except (*LINK_ERRORS, redis.ResponseError) as exc:
         env.op("info", "log", value={"link": "broken", "error": f"{type(exc).__name__}: {exc}"})
     return 0

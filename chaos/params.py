@@ -1,4 +1,4 @@
-"""One parameter model and one `name:k=v` parser for presets, parts, faults and expectation rows.
+"""One parameter model and one `name:k=v` parser for presets, parts, faults, expectation rows, topologies.
 
 `--preset s2:shards=8`, `--fault promote-replica:hold_ms=300` and an expectation row's
 cell share one spelling, so they share one parser; a part or a fault declares its

@@ -21,7 +21,7 @@ from .helpers import ROOT, run_pytest
 WORKFLOW = ROOT / ".github" / "workflows" / "nightly.yml"
 NIGHTLY_DOC = ROOT / "docs" / "nightly.md"
 SHELL = {"set", "echo", "rm", "cp", "mkdir", "exit", "test", "[", "apt-get"}   # on every CI image
-KEYWORDS = {"if", "then", "fi", "else", "{", "}"}
+KEYWORDS = {"if", "then", "fi", "else", "{", "}", "do", "done"}
 
 
 def workflow() -> dict:
@@ -57,7 +57,7 @@ def commands(script: str) -> list[list[str]]:
             continue
         for part in re.split(r"\s*(?:&&|\|\||;)\s*", line):
             tokens = [t for t in shlex.split(part.split(">")[0]) if t not in KEYWORDS]
-            if tokens and not re.match(r"^[A-Za-z_]+=", tokens[0]):
+            if tokens and not re.match(r"^[A-Za-z_]+=", tokens[0]) and tokens[0] != "for":
                 found.append(tokens)
     return found
 
@@ -191,3 +191,13 @@ def test_the_gitlab_equivalent_parses_and_runs_the_same_commands(tmp_path):
 def test_the_command_check_can_fail(tokens, tmp_path):
     with pytest.raises((AssertionError, SystemExit)):
         check_command(tokens, tmp_path)
+
+
+def test_the_documented_local_run_uses_commands_that_exist(tmp_path):
+    blocks = [b for b in re.findall(r"```\n(.*?)```", NIGHTLY_DOC.read_text(), flags=re.S) if "chaos.report.merge" in b]
+    assert blocks
+    kinds = set()
+    for block in blocks:
+        for tokens in commands(block.replace("$k", "1")):
+            kinds.add(check_command(tokens, tmp_path))
+    assert {"pytest", "merge"} <= kinds

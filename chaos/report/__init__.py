@@ -5,7 +5,6 @@ Imported lazily by what needs them: matplotlib is only loaded by the timeline.
 from __future__ import annotations
 
 from chaos.report.allure_cell import allure_active, report_cell
-from chaos.report.attachments import attach_cell, label_cell
 from chaos.report.matrix import render_matrix, write_matrix
 
-__all__ = ["allure_active", "attach_cell", "label_cell", "render_matrix", "report_cell", "write_matrix"]
+__all__ = ["allure_active", "render_matrix", "report_cell", "write_matrix"]

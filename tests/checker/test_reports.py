@@ -6,14 +6,11 @@ import re
 from pathlib import Path
 
 import pytest
-from allure_commons import hookimpl, plugin_manager
 from checker_histories import CREATED_42, CREATED_43, PAID_42, History, final
 
 from chaos.checker import check_run, summarize
 from chaos.expectations.table import RUNS, Expectation, UnknownVerdict, assert_cell, gt
-from chaos.history import HistoryWriter, read_history
-from chaos.report import attach_cell, render_matrix, write_matrix
-from chaos.report.attachments import allure_active, chosen_runs
+from chaos.report import render_matrix, write_matrix
 from chaos.report.matrix import (
     DEFAULT_RUNS,
     ROW_KEYS,
@@ -215,56 +212,6 @@ class TestCategories:
             re.compile(category["messageRegex"])
 
 
-class _Recorder:
-    def __init__(self):
-        self.attached: list[tuple[str, object]] = []
-
-    @hookimpl
-    def attach_data(self, body, name, attachment_type, extension):
-        self.attached.append((name, body))
-
-    @hookimpl
-    def attach_file(self, source, name, attachment_type, extension):
-        self.attached.append((name, source))
-
-
-class TestAttachments:
-    def run_cell(self, tmp_path):
-        dirs, results = [], []
-        for i, wrong in enumerate([False, True]):
-            run_dir = tmp_path / f"run-{i}"
-            order = [PAID_42, CREATED_42] if wrong else [CREATED_42, PAID_42]
-            with HistoryWriter.for_run(run_dir, "C1") as w:
-                for ev in order:
-                    w.op("ok", "publish", **ev.fields, entry_id="1-0")
-                    w.op("ok", "apply", **ev.fields, rows=1, effect="applied")
-            dirs.append(run_dir)
-            state = {"42": ("created", 1) if wrong else ("paid", 2)}
-            results.append(check_run(read_history(run_dir), final(state), run=i))
-        return summarize(results), dirs
-
-    def test_no_op_without_allure(self, tmp_path):
-        cell, dirs = self.run_cell(tmp_path)
-        if allure_active():
-            pytest.skip("this session reports to Allure")
-        assert attach_cell(cell, dirs) == []
-
-    def test_attaches_summary_and_chosen_runs(self, tmp_path):
-        cell, dirs = self.run_cell(tmp_path)
-        recorder = _Recorder()
-        plugin_manager.register(recorder)
-        try:
-            names = attach_cell(cell, dirs + [tmp_path / "tidied"], context={"preset": "baseline"})
-        finally:
-            plugin_manager.unregister(recorder)
-        assert chosen_runs(cell) == [1, 0]
-        assert names[0] == "cell.json" and "run 1 (invalid) timeline.png" in names
-        bodies = dict(recorder.attached)
-        assert json.loads(bodies["cell.json"])["preset"] == "baseline"
-        assert bodies["run 1 (invalid) timeline.png"].startswith(b"\x89PNG")
-        assert "apply" in bodies["run 0 (valid) history.txt"]
-
-
 def test_matrix_page_from_the_matrix_document(tmp_path):
     doc = {"schema_version": 1, "runs": 1, "seed": 7, "time_scale": 0.5, "coverage": coverage(["s1"], ["none"]),
            "cells": [cell_json("s1", "none", False, Expectation.of(wrong_final_state_runs=0))]}
@@ -283,3 +230,19 @@ def test_committed_allure_configs_are_the_generated_ones():
     reports = Path(__file__).parents[2] / "reports"
     assert (reports / "categories.json").read_text() == categories_json()
     assert (reports / "allurerc.json").read_text() == allurerc_json()
+
+
+def test_matrix_cells_carry_the_summary_rows_of_the_terminal(tmp_path):
+    """Seam R: a matrix cell holds the same row as chaos.report.rows.cell_row (the terminal
+    summary and --chaos-summary), so the nightly merge concatenates them."""
+    from chaos.report.rows import cell_row
+    h = History().publish(CREATED_42, entry_id="1-0").publish(PAID_42, entry_id="2-0")
+    h.handle(PAID_42, "2-0").handle(CREATED_42, "1-0")
+    cell = summarize([check_run(h.ops, final({"42": ("created", 1)}))])
+    cell.wall_s = 1.25
+    expected = Expectation.of(wrong_final_state_runs=0)
+    preset, faults, parts = "s1:paid_at_ms=300", ["publish-blip:at=before_publish"], {"workload": "many-orders:keys=2"}
+    out = cell.to_json(preset=preset, fault="+".join(faults), expected=expected, wall_s=cell.wall_s)
+    row = cell_row(cell, area="producer", preset=preset, fault=faults, expected=expected, parts=parts)
+    mine = matrix_cell(out, area="producer", expected=expected, parts=parts)
+    assert {k: mine[k] for k in row} == row

@@ -103,39 +103,22 @@ def screenshot(browser: str, url: str, name: str, size: str = "1400,1000") -> Pa
     return path
 
 
-# The inner session: a failover cell (s5 under promote-replica, the failover area's own row)
-# and a cell judged by a deliberately wrong expectation (baseline reorders; the test says it must not).
+# The inner session, written as a team writes cell tests (README "What a test looks like"):
+# the failover area's own s5 cell (one run), a cell judged by a deliberately wrong
+# expectation (baseline reorders; the test says it must not), and a plain unit test.
 INNER = textwrap.dedent('''
-    from chaos.expectations import assert_cell, expect
-    from chaos.expectations.table import Expectation
-    from chaos.report import report_cell
-    from chaos.run import run_cell
+    from chaos.expectations import Expectation
+    from chaos.expectations.failover import preset_cell
 
-    try:  # until the orchestrator follows a failover by itself
-        from faults.following import FollowingCluster
-    except ImportError:
-        FollowingCluster = lambda cluster: cluster
-
-    def run_and_report(cluster, options, area, preset, faults, parts, runs, expected):
-        result = run_cell(FollowingCluster(cluster), preset, faults, runs=runs, seed=options.seed,
-                          time_scale=options.time_scale, parts=parts or None, keep_runs="always")
-        fault = "+".join(faults) or "none"
-        report_cell(result, area=area, preset=preset, fault=fault, parts=parts, runs=runs, seed=options.seed,
-                    time_scale=options.time_scale, expected=expected)
-        assert_cell(result, expected, preset=preset, fault=fault)
-
-    def test_failover_cell(cluster, chaos_options):
-        from chaos.expectations.failover import FAULT, WORKLOAD
-        parts = {"workload": WORKLOAD}
-        run_and_report(cluster, chaos_options, "failover", "s5", [FAULT], parts, 1,
-                       expect("s5", [FAULT], parts))
+    def test_failover_cell(chaos_cell):
+        chaos_cell(preset_cell("s5"), runs=1, fixed_runs=True)
 
     def test_a_plain_unit_test():
         assert Expectation.of(lost=0).bounds
 
-    def test_wrong_expectation(cluster, chaos_options):
-        run_and_report(cluster, chaos_options, "ordering", "baseline", [], {}, 1,
-                       Expectation.of(wrong_final_state_runs=0, note="deliberately wrong: baseline reorders"))
+    def test_wrong_expectation(chaos_cell):
+        chaos_cell("baseline", runs=1, expected=Expectation.of(wrong_final_state_runs=0,
+                                                               note="deliberately wrong: baseline reorders"))
 ''')
 
 

@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from chaos.expectations.cells import Cell
 from chaos.checker import CellResult
 from chaos.expectations import Expectation, assert_cell, expect, table
+from chaos.expectations.cells import Cell
 from chaos.history import read_history
 from chaos.report.allure_cell import report_cell
 from chaos.report.rows import cell_row

@@ -2,7 +2,7 @@
 per-cell summary at the end of the session (terminal table, ``--chaos-summary PATH``).
 
     def test_s5_survives_failover(chaos_cell):
-        chaos_cell("s5", "promote-replica")
+        chaos_cell(preset_cell("s5"))       # chaos.expectations.failover's cell for s5
 
 runs the cell on this worker's cluster with the session's runs, seed and time scale,
 reports it to Allure, asserts the expectation table's row for it, records its summary row
@@ -20,8 +20,8 @@ from typing import Any, Iterator, Mapping, Sequence
 import pytest
 
 from chaos.cellrun import LOOK_UP, CellRun, as_cell, run
-from chaos.expectations.cells import Cell
 from chaos.expectations import Expectation
+from chaos.expectations.cells import Cell
 from chaos.report.rows import table_lines, write_summary
 
 ROW_PROPERTY = "chaos_cell"   # the name of a summary row in report.user_properties

@@ -129,3 +129,18 @@ def test_a_summary_that_cannot_be_written_at_the_end_still_leaves_the_test_resul
     assert "1 passed" in run.stdout
     assert "could not write the summary" in run.stdout and "give a file path" in run.stdout
     assert 'tests="' in junit.read_text() and "test_the_summary_dir_vanishes" in junit.read_text()
+
+
+def test_the_table_shows_each_fault_with_its_own_parameters_and_the_replaced_parts():
+    from chaos.report.rows import table_lines
+
+    row = dict(area="load", preset="baseline", fault="kill-consumer+publish-blip+promote-replica",
+               params={"respawn": "1", "workload": "many-orders:keys=50", "publish-blip.duration_ms": "800",
+                       "promote-replica.after_entries": "500"},
+               runs=1, lost=3, duplicated=0, reordered=0, wrong_final_state_runs=1, pending_left=0,
+               verdict="invalid", expected=None, match=None)
+    header, line = table_lines([row])
+    cells = [c for c in line.split("  ") if c.strip()]
+    assert cells[1:3] == ["baseline:respawn=1 +workload",
+                          "kill-consumer+publish-blip:duration_ms=800+promote-replica:after_entries=500"], line
+    assert cells[3:] == ["1", "3", "0", "0", "1/1", "0", "invalid", "(no row)", "-"], line

@@ -121,26 +121,60 @@ def report_cell(result: CellResult, *, area: str, preset: str, fault: str, parts
 
     parts = dict(parts or {})
     label = f"{preset} x {fault}" + "".join(f" [{slot}={spec}]" for slot, spec in parts.items())
+    obj = cell_object(result, preset=preset, fault=fault, parts=parts, runs=runs, seed=seed,
+                      time_scale=time_scale, expected=expected, area=area)
+    as_expected = expected is not None and bool(obj.get("matches_expectation"))
+    shown = {"preset": preset, "fault": fault or "none", **{f"part {slot}": spec for slot, spec in parts.items()},
+             "runs": runs, "time scale": time_scale}
+    earlier = _reported_before(label, _description(obj))
+    if earlier:  # a test that runs several cells: each further one in a step of its own
+        number = len(earlier) + 1
+        allure.dynamic.title(" + ".join(title for title, _ in earlier) + f" + {label}")
+        allure.dynamic.description("\n\n---\n\n".join(f"**{title}**: {text}" for title, text in earlier)
+                                   + f"\n\n---\n\n**{label}**: {_description(obj)}")
+        for name, value in shown.items():
+            allure.dynamic.parameter(f"{name} (cell {number})", _Plain(value))
+        with allure.step(f"cell {number}: {label}"):
+            _cell_contents(result, obj, histories, as_expected)
+        return
     allure.dynamic.title(label)
     allure.dynamic.epic(area)
     allure.dynamic.feature(preset.partition(":")[0])
     allure.dynamic.story("+".join(f.partition(":")[0] for f in _fault_specs(fault)) or "none")
     allure.dynamic.severity(allure.severity_level(severity(result)))
     allure.dynamic.tag(area, result.verdict)
-    shown = {"preset": preset, "fault": fault or "none", **{f"part {slot}": spec for slot, spec in parts.items()},
-             "runs": runs, "time scale": time_scale}
     _hide_other_parameters(set(shown) | {"seed"})
     for name, value in shown.items():
         allure.dynamic.parameter(name, _Plain(value))
     allure.dynamic.parameter("seed", _Plain(seed), excluded=True)  # a new seed continues the same history
-
-    obj = cell_object(result, preset=preset, fault=fault, parts=parts, runs=runs, seed=seed,
-                      time_scale=time_scale, expected=expected, area=area)
     allure.dynamic.description(_description(obj))
-    _phase_steps(result, as_expected=expected is not None and bool(obj.get("matches_expectation")))
+    _cell_contents(result, obj, histories, as_expected)
+
+
+def _cell_contents(result: CellResult, obj: dict, histories: list[list[dict]] | None, as_expected: bool) -> None:
+    import allure
+    _phase_steps(result, as_expected=as_expected)
     allure.attach(json.dumps(obj, indent=2, default=str), name="cell.json",
                   attachment_type=allure.attachment_type.JSON)
     _attach_runs(result, histories)
+
+
+_REPORTED: dict[str, list[tuple[str, str]]] = {}  # Allure test uuid -> (label, description) of its cells
+
+
+def _reported_before(label: str, description: str) -> list[tuple[str, str]]:
+    """The cells already reported on the current test (and note this one)."""
+    reporter = _reporter()
+    test = reporter.get_test(None) if reporter is not None and hasattr(reporter, "get_test") else None
+    key = getattr(test, "uuid", None)
+    if key is None:
+        return []
+    if len(_REPORTED) > 1000:  # tests long finished
+        _REPORTED.clear()
+    cells = _REPORTED.setdefault(key, [])
+    earlier = list(cells)
+    cells.append((label, description))
+    return earlier
 
 
 class _Plain:

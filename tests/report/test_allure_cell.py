@@ -71,6 +71,12 @@ INNER = textwrap.dedent('''
         report_cell(cell, area="ordering", preset="s1:paid_at_ms=300", fault="latency:latency_ms=5",
                     parts={"workload": "many-orders:keys=2"}, runs=2, seed=100, time_scale=0.5,
                     expected=Expectation.of(wrong_final_state_runs=0))
+
+    def test_two_cells(tmp_path):
+        for preset in ("s1", "s5"):
+            cell = make_cell(tmp_path / preset)
+            report_cell(cell, area="failover", preset=preset, fault="none", parts={}, runs=2, seed=100,
+                        time_scale=1.0, expected=None)
 ''')
 
 
@@ -82,9 +88,10 @@ def run_inner(tmp_path: Path, seed: int) -> dict:
                            f"--alluredir={results}", "test_inner.py"],
                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    (found,) = [json.loads(p.read_text()) for p in results.glob("*-result.json")]
-    found["_dir"] = results
-    return found
+    found = {r["name"]: r for r in (json.loads(p.read_text()) for p in results.glob("*-result.json"))}
+    single = next(r for name, r in found.items() if "latency" in name)
+    single["_dir"], single["_all"] = results, found
+    return single
 
 
 def test_labels_parameters_steps_and_attachments(tmp_path):
@@ -121,6 +128,21 @@ def test_labels_parameters_steps_and_attachments(tmp_path):
     assert files["run 1 (invalid) trace.txt"].read_text().strip()
     assert "does not match its expectation" in result["description"]
     assert "Note: latency fired after the workload ended" in result["description"]
+
+
+def test_a_test_with_two_cells_reports_the_second_in_a_step_of_its_own(tmp_path):
+    (both,) = [r for name, r in run_inner(tmp_path, seed=100)["_all"].items() if "latency" not in name]
+    assert both["name"] == "s1 x none + s5 x none"
+    assert [lab["value"] for lab in both["labels"] if lab["name"] == "feature"] == ["s1"]
+    params = {p["name"]: p["value"] for p in both["parameters"]}
+    assert (params["preset"], params["preset (cell 2)"]) == ("s1", "s5")
+    steps = [s["name"] for s in both["steps"]]
+    assert steps[:2] == ["run 0 (seed 100): valid; lost 0, duplicated 0, reordered 0",
+                         "run 1 (seed 101): invalid; lost 0, duplicated 0, reordered 1"]
+    (second,) = [s for s in both["steps"] if s["name"] == "cell 2: s5 x none"]
+    assert [a["name"] for a in second["attachments"]][0] == "cell.json" and len(second["steps"]) == 2
+    assert [a["name"] for a in both["attachments"]][0] == "cell.json"
+    assert "**s1 x none**" in both["description"] and "**s5 x none**" in both["description"]
 
 
 def test_history_id_does_not_depend_on_the_seed(tmp_path):

@@ -140,7 +140,7 @@ def test_the_table_shows_each_fault_with_its_own_parameters_and_the_replaced_par
                runs=1, lost=3, duplicated=0, reordered=0, wrong_final_state_runs=1, pending_left=0,
                verdict="invalid", expected=None, match=None)
     header, line = table_lines([row])
-    cells = [c for c in line.split("  ") if c.strip()]
+    cells = [c.strip() for c in line.split("  ") if c.strip()]
     assert cells[1:3] == ["baseline:respawn=1 +workload",
                           "kill-consumer+publish-blip:duration_ms=800+promote-replica:after_entries=500"], line
     assert cells[3:] == ["1", "3", "0", "0", "1/1", "0", "invalid", "(no row)", "-"], line

@@ -24,6 +24,8 @@ from typing import Any, ClassVar, Mapping
 
 import psutil
 
+from chaos.errors import BadArguments
+
 MEMORY_BASE = "/dev/shm/chaos-clusters"   # tmpfs: a data dir copy takes 0.09 s there, 0.8-1.8 s on a busy disk
 DISK_BASE = "/tmp/chaos-clusters"
 MEMORY_MIN_FREE = 1 << 30                 # Docker's default /dev/shm is 64 MB: too small, use the disk
@@ -162,6 +164,10 @@ def _kill_survivor(record: ProcessRecord) -> None:
 # ---------------------------------------------------------------------------------------------
 # kept run dirs and their retention
 # ---------------------------------------------------------------------------------------------
+class BadRetention(BadArguments, ValueError):
+    """A CHAOS_KEPT_* variable that is not a number >= 0 (the CLI exits 254, pytest a usage error)."""
+
+
 @dataclass(frozen=True)
 class Retention:
     """How much of ``<base>/.kept`` survives: the newest `dirs` cluster dirs, at most `max_mb`
@@ -177,7 +183,7 @@ class Retention:
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> "Retention":
         """The defaults, overridden by CHAOS_KEPT_DIRS / CHAOS_KEPT_MB / CHAOS_KEPT_DAYS; a bad
-        value raises ValueError naming the variable and what to give."""
+        value raises BadRetention naming the variable and what to give."""
         env = os.environ if environ is None else environ
         values: dict[str, float] = {}
         for name, var in cls.ENV.items():
@@ -190,7 +196,7 @@ class Retention:
                 value = -1
             if value < 0:
                 kind = "a whole number" if name == "dirs" else "a number"
-                raise ValueError(f"{var}={raw!r}: give {kind} >= 0 (0 keeps nothing), "
+                raise BadRetention(f"{var}={raw!r}: give {kind} >= 0 (0 keeps nothing), "
                                  f"or unset it for the default {getattr(cls, name)}")
             values[name] = value
         return cls(**values)

@@ -10,6 +10,7 @@ import psutil
 
 import pytest
 
+from chaos.errors import BadArguments
 from chaos.cluster.rundirs import ClusterDir, Retention, close_runs_dir, open_runs_dir, retain, sweep
 
 
@@ -105,5 +106,5 @@ def test_retention_settings_come_from_the_environment_and_bad_ones_name_the_fix(
     assert Retention.from_env({"CHAOS_KEPT_DIRS": "3", "CHAOS_KEPT_MB": "0.5", "CHAOS_KEPT_DAYS": ""}) == \
         Retention(dirs=3, max_mb=0.5, max_days=Retention().max_days)
     for var, raw in (("CHAOS_KEPT_DIRS", "many"), ("CHAOS_KEPT_MB", "-1"), ("CHAOS_KEPT_DAYS", "a week")):
-        with pytest.raises(ValueError, match=f"{var}='{raw}': give .* or unset it for the default"):
-            Retention.from_env({var: raw})
+        with pytest.raises(BadArguments, match=f"{var}='{raw}': give .* or unset it for the default"):
+            Retention.from_env({var: raw})   # the CLI's exit 254, before any server starts

@@ -8,12 +8,18 @@ loses its link; it reconnects and resyncs (partial from the backlog, or a full s
 until that finishes it is behind by everything written since the stall, while the stream
 keeps growing. A failover in that window promotes a replica that never had those writes.
 
-The fault, on the primary and its replica: set the limit to `limit_kb`; SIGSTOP the
-replica (it stops reading, so the buffer fills); write `burst_kb` of filler (SETs of
-64 KB values on `chaos:burst:*`, keys the workload never reads) until the primary drops
-the replica; put a `bandwidth` toxic of `resync_kbps` on the replication link (a resync
-of production size takes minutes, not the milliseconds of loopback); SIGCONT the replica;
-`resync_ms` later SIGKILL the primary and promote the replica (as `promote-replica`).
+The fault, on the primary and its replica: set the limit to `limit_kb`; put a `bandwidth`
+toxic of `resync_kbps` on the replication link (a resync of production size takes minutes,
+not the milliseconds of loopback), so from the stall on everything the primary sends (what
+its buffers and the proxy held at the drop, then the resync) reaches the replica at that
+rate; SIGSTOP the replica (it stops reading, so the buffer fills); write `burst_kb` of
+filler (SETs of 64 KB values on `chaos:burst:*`, keys the workload never reads) until the
+primary drops the replica; SIGCONT the replica; `resync_ms` later hold the link (a
+`timeout` toxic: nothing more reaches the replica), wait until the primary is ahead of the
+replica (it wrote after the hold, or the replica's offset has settled below the primary's),
+then SIGKILL the primary and promote the replica (as `promote-replica`). The replica being
+behind at the kill is thus checked, not hoped for: a replica that caught up and a primary
+that writes nothing more make the fault raise instead of failing over in no window.
 """
 from __future__ import annotations
 
@@ -30,6 +36,8 @@ from faults.promote_replica import confirm_replicating, replication_offsets
 
 BURST_VALUE_KB = 64
 BURST_KEYS = 16            # filler cycles over these keys: the primary's memory stays ~1 MB
+BEHIND_WAIT_S = 10.0       # how long the held link waits for the primary to be ahead of the replica
+SETTLED_S = 0.1            # a replica offset unchanged this long behind a held link has had its last byte
 
 
 def replica_state(cluster: Any) -> dict[str, Any]:
@@ -40,6 +48,14 @@ def replica_state(cluster: Any) -> dict[str, Any]:
         return {"link": None, "error": f"{type(exc).__name__}: {exc}"}
     return {"link": info.get("master_link_status"), "sync_in_progress": info.get("master_sync_in_progress"),
             "offset": info.get("slave_repl_offset")}
+
+
+def repl_offset(cluster: Any, node: str) -> int | None:
+    """A node's master_repl_offset (None when it does not answer, e.g. loading a snapshot)."""
+    try:
+        return int(cluster.direct_redis(node).info("replication").get("master_repl_offset", 0))
+    except Exception:  # noqa: BLE001
+        return None
 
 
 class ReplicaOverflow(Fault):
@@ -53,10 +69,11 @@ class ReplicaOverflow(Fault):
         Param("limit_kb", 256, "client-output-buffer-limit replica: the hard limit (KB)", kind=int, minimum=16),
         Param("burst_kb", 32768, "at most this much filler is written while the replica is stalled (KB)",
               kind=int, minimum=64),
-        Param("resync_kbps", 256, "bandwidth of the replication link during the resync (KB/s)", kind=int,
-              minimum=1),
-        Param("resync_ms", 300, "from the replica's SIGCONT to the SIGKILL of the primary: the failover "
-              "comes this far into the resync"),
+        Param("resync_kbps", 256, "bandwidth of the replication link from the stall to the kill: what the "
+              "primary sends after the stall, the resync included, reaches the replica at this rate (KB/s)",
+              kind=int, minimum=1),
+        Param("resync_ms", 300, "from the replica's SIGCONT to the hold of the link and the SIGKILL of the "
+              "primary (once it is ahead of the replica): the failover comes this far into the resync"),
         Param("downtime_ms", 100, "between the kill and the promotion; clients see errors"),
         Param("wait_ms", 30000, "how long to wait for after_entries (unscaled)"),
     )
@@ -92,6 +109,11 @@ class ReplicaOverflow(Fault):
         pid = cluster.redis_pid("replica")
         if pid is None:
             raise FaultError(f"{self.name}: the replica has no process to stall on this backend")
+        scale = max(ctx.scale(1000), 1e-3)   # seconds per second: a longer time scale, a slower link
+        # Before the stall, so nothing the primary sends from now on (what its socket and the
+        # proxy hold when it drops the replica, then the resync) outruns the slow link.
+        self.toxics.add(link, "bandwidth", stream="downstream", name="chaos-slow-resync",
+                        rate=max(1, round(self.resync_kbps / scale)))
         before = replication_offsets(cluster)
         stalled_at = time.monotonic()
         os.kill(pid, signal.SIGSTOP)
@@ -99,15 +121,13 @@ class ReplicaOverflow(Fault):
         ctx.record("start", name=self.name, spec=self.spec, step="stall", offsets=before)
         written = self._burst(primary)
         dropped_after_s = time.monotonic() - stalled_at
-        scale = max(ctx.scale(1000), 1e-3)   # seconds per second: a longer time scale, a slower link
-        self.toxics.add(link, "bandwidth", stream="downstream", name="chaos-slow-resync",
-                        rate=max(1, round(self.resync_kbps / scale)))
         os.kill(pid, signal.SIGCONT)
         self.stopped_pid = None
         ctx.record("info", name=self.name, step="link-lost", burst_kb=written // 1024,
                    stalled_s=round(dropped_after_s, 4), offsets=replication_offsets(cluster))
         ctx.sleep(self.resync_ms)
-        at_kill = replication_offsets(cluster)
+        self.toxics.add(link, "timeout", stream="downstream", name="chaos-hold", timeout=0)
+        at_kill = self._wait_until_behind(cluster, primary, time.monotonic() - stalled_at)
         state = replica_state(cluster)
         old_primary = str(cluster.primary)
         ctx.record("info", name=self.name, step="kill", primary=old_primary, offsets=at_kill, replica=state)
@@ -126,6 +146,36 @@ class ReplicaOverflow(Fault):
             "failed_over": bool(getattr(cluster, "failed_over", True)),
         })
         ctx.record("stop", name=self.name, step="promote", **self.report)
+
+    def _wait_until_behind(self, cluster: Any, primary: Any, since_stall_s: float) -> dict[str, Any]:
+        """With the link held, block until the primary is ahead of the replica; return the
+        offsets (the replica's read first, so it cannot look ahead of the primary's).
+
+        Bytes the primary writes after the hold cannot reach the replica, so a primary offset
+        past the one read once the hold is in place proves the replica behind. With nothing
+        written (the workload done), a replica offset that has stopped moving below the
+        primary's proves it too: the held link delivers nothing more. Neither within
+        BEHIND_WAIT_S: the replica caught up, and a kill now would be no resync window."""
+        held = int(primary.info("replication")["master_repl_offset"])
+        started = time.monotonic()
+        last: int | None = None
+        still_since = started
+        while True:
+            behind_at = repl_offset(cluster, "replica")
+            ahead = repl_offset(cluster, "primary") or 0
+            offsets = {"primary": ahead, "replica": behind_at}
+            now = time.monotonic()
+            if behind_at != last:
+                last, still_since = behind_at, now
+            if ahead > held or (behind_at is not None and ahead > behind_at and now - still_since >= SETTLED_S):
+                return {**offsets, "held_primary": held, "behind_wait_s": round(now - started, 4)}
+            if now - started > BEHIND_WAIT_S:
+                raise FaultError(
+                    f"{self.name}: the replica was not behind at the kill: {since_stall_s:.1f} s after the "
+                    f"stall it is at offset {behind_at}, the primary at {ahead}, and the primary wrote "
+                    f"nothing in {BEHIND_WAIT_S:.0f} s with the link held; the workload ended or the "
+                    f"resync finished first: lower resync_ms or resync_kbps, or fire earlier (after_entries)")
+            time.sleep(0.005)
 
     def _burst(self, primary: Any) -> int:
         """Write filler until the primary has dropped the replica; return the bytes written."""

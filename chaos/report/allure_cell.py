@@ -142,7 +142,7 @@ def report_cell(result: CellResult, *, area: str, preset: str, fault: str, parts
     allure.dynamic.feature(preset.partition(":")[0])
     allure.dynamic.story("+".join(f.partition(":")[0] for f in _fault_specs(fault)) or "none")
     allure.dynamic.severity(allure.severity_level(severity(result)))
-    allure.dynamic.tag(area, result.verdict)
+    allure.dynamic.tag(result.verdict)
     _hide_other_parameters(set(shown) | {"seed"})
     for name, value in shown.items():
         allure.dynamic.parameter(name, _Plain(value))

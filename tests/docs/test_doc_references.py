@@ -1,8 +1,11 @@
-"""What the README and docs/ point a reader at exists: the files they name and the
-`python -m <module>` entry points they show.
+"""What the README and docs/ point a reader at exists: the files they name, the
+`python -m <module>` entry points they show, the `chaos.x.y` names and the import lines of
+their Python examples, the `--chaos-*` pytest options, the `CHAOS_*` variables and the
+paths their `pytest` commands run.
 
-Both are read out of the documents themselves (not listed here), so a moved module, a
-deleted entry point or a renamed test file fails here before a reader follows it.
+All are read out of the documents themselves (not listed here), so a moved module, a
+deleted entry point, a renamed option or test file fails here before a reader follows it.
+(`python -m chaos ...` commands are parsed by the CLI's own parser in test_doc_commands.py.)
 """
 from __future__ import annotations
 
@@ -108,3 +111,126 @@ def test_documented_module_entry_point_runs(doc, module):
     assert done.returncode == 0, (f"{doc} shows `python -m {module}`, but `python -m {module} --help` exits "
                                   f"{done.returncode}: {done.stderr[-1500:]}")
     assert "usage" in done.stdout.lower(), f"`python -m {module} --help` prints no usage: {done.stdout[:500]}"
+
+
+def _code_blocks(text: str, lang: str = "[a-z]*") -> list[str]:
+    return re.findall(rf"```{lang}\n(.*?)```", text, flags=re.S)
+
+
+def documented_names() -> list[tuple[str, str]]:
+    """(document, dotted name) for every `chaos.x.y` / `faults.x.y` code span (a call's
+    arguments dropped): a module, or an attribute of one."""
+    found = set()
+    for doc in DOCUMENTS:
+        for name in re.findall(r"`((?:chaos|faults)(?:\.\w+)+)(?:\([^`]*\))?`", doc.read_text()):
+            found.add((doc.name, name))
+    return sorted(found)
+
+
+NAMES = documented_names()
+
+
+def _resolve(name: str) -> object:
+    """The module or attribute `name` names; raises when neither exists."""
+    import importlib
+    parts = name.split(".")
+    for cut in range(len(parts), 0, -1):
+        try:
+            obj: object = importlib.import_module(".".join(parts[:cut]))
+        except ModuleNotFoundError:
+            continue
+        for attr in parts[cut:]:
+            obj = getattr(obj, attr)
+        return obj
+    raise ModuleNotFoundError(name)
+
+
+def test_a_missing_name_is_caught():
+    assert _resolve("chaos.run.Phase") is not None
+    with pytest.raises((ModuleNotFoundError, AttributeError)):
+        _resolve("faults.base.Fault")
+    with pytest.raises((ModuleNotFoundError, AttributeError)):
+        _resolve("chaos.run.NoSuchThing")
+
+
+@pytest.mark.parametrize(("doc", "name"), NAMES, ids=[f"{d}:{n}" for d, n in NAMES])
+def test_documented_name_resolves(doc, name):
+    try:
+        _resolve(name)
+    except (ImportError, AttributeError) as exc:
+        pytest.fail(f"{doc} names `{name}`, which does not resolve ({exc!r}): moved or renamed?")
+
+
+def documented_imports() -> list[tuple[str, str]]:
+    """(document, line) for every `from chaos... import ...` / `from faults...` line of a python block."""
+    found = set()
+    for doc in DOCUMENTS:
+        for block in _code_blocks(doc.read_text(), "python"):
+            for line in block.splitlines():
+                if re.match(r"(from|import) (chaos|faults)\b", line.strip()):
+                    found.add((doc.name, line.strip()))
+    return sorted(found)
+
+
+IMPORTS = documented_imports()
+
+
+@pytest.mark.parametrize(("doc", "line"), IMPORTS, ids=[f"{d}:{line}" for d, line in IMPORTS])
+def test_documented_import_works(doc, line):
+    try:
+        exec(line, {})  # noqa: S102 - an import line taken from our own documents
+    except ImportError as exc:
+        pytest.fail(f"{doc}: `{line}` fails: {exc}")
+
+
+def _documented(pattern: str) -> dict[str, set[str]]:
+    found: dict[str, set[str]] = {}
+    for doc in DOCUMENTS:
+        for match in re.findall(pattern, doc.read_text()):
+            found.setdefault(match, set()).add(doc.name)
+    return found
+
+
+def test_documented_pytest_options_exist():
+    """Every `--chaos-*` option a document names is one `pytest --help` lists."""
+    options = _documented(r"(--chaos-[a-z][a-z-]*[a-z])")
+    assert options, "no --chaos-* option in the documents: did the extraction break?"
+    done = subprocess.run([sys.executable, "-m", "pytest", "--help"], capture_output=True, text=True, timeout=120,
+                          cwd=ROOT)
+    assert done.returncode == 0, done.stderr[-1500:]
+    missing = {o: sorted(d) for o, d in options.items() if not re.search(rf"{re.escape(o)}\b", done.stdout)}
+    assert not missing, f"options the documents name that pytest does not have: {missing}"
+
+
+def test_documented_environment_variables_are_read_somewhere():
+    """Every `CHAOS_*` variable a document names appears in the code (or the CI and set-up scripts)."""
+    variables = _documented(r"\b(CHAOS_[A-Z0-9_]*[A-Z0-9])\b")
+    assert variables
+    code = "\n".join(p.read_text(errors="replace") for top in ("chaos", "faults", "scripts", "examples", ".github")
+                     for p in (ROOT / top).rglob("*") if p.is_file() and p.suffix in (".py", ".sh", ".yml", ".toml"))
+    missing = {v: sorted(d) for v, d in variables.items() if v not in code}
+    assert not missing, f"variables the documents name that no code reads: {missing}"
+
+
+def documented_test_paths() -> list[tuple[str, str]]:
+    """(document, path) for every path a `pytest ...` command in a document runs."""
+    found = set()
+    for doc in DOCUMENTS:
+        text = doc.read_text()
+        lines = [line for block in _code_blocks(text) for line in block.replace("\\\n", " ").splitlines()]
+        lines += re.findall(r"`([^`]*pytest [^`]*)`", text)
+        for line in lines:
+            match = re.search(r"\bpytest (.*)$", line.split("  #", 1)[0])
+            for token in (match.group(1).split() if match else []):
+                token = token.rstrip(",;").split("::", 1)[0]
+                if token.startswith(("suites", "tests", "examples", "bench")) and "$" not in token:
+                    found.add((doc.name, token))
+    return sorted(found)
+
+
+TEST_PATHS = documented_test_paths()
+
+
+@pytest.mark.parametrize(("doc", "path"), TEST_PATHS, ids=[f"{d}:{p}" for d, p in TEST_PATHS])
+def test_documented_pytest_path_exists(doc, path):
+    assert (ROOT / path).exists(), f"{doc} runs `pytest {path}`, which does not exist"

@@ -156,11 +156,20 @@ def _csv(text: str | None) -> list[str]:
 
 def cmd_matrix(args: argparse.Namespace) -> int:
     """The expectation table's rows, each run with its own parameters (see chaos.report.matrix)."""
-    from chaos.report.matrix import coverage, matrix_cell, plan_cells
-    planned = plan_cells(args.area or None, _csv(args.presets), _csv(args.faults))
+    from chaos.cluster.sentinel import ENV as TOPOLOGY_ENV
+    from chaos.cluster.sentinel import parse_topology
+    from chaos.report.matrix import coverage, matrix_cell, plan_cells, split_by_topology
+    topology = parse_topology(os.environ.get(TOPOLOGY_ENV) or None)[0]
+    planned, skipped = split_by_topology(plan_cells(args.area or None, _csv(args.presets), _csv(args.faults)),
+                                         topology)
     if not planned:
+        hint = f" ({skipped[0]['reason']})" if skipped else ""
         raise BadArguments(f"no cells to run: area {args.area!r} has no rows for presets {args.presets!r} x "
-                           f"faults {args.faults!r}; drop --presets/--faults or see `python -m chaos list`")
+                           f"faults {args.faults!r} on this topology{hint}; drop --presets/--faults, "
+                           "change --topology, or see `python -m chaos list`")
+    if skipped:
+        print(f"{len(skipped)} rows not run here: {skipped[0]['reason']} (listed in the JSON's `skipped` "
+              "and on the page)", file=sys.stderr)
     runs = None if args.runs is None else _positive(str(args.runs), "--runs", int)
     scale = _positive(str(args.time_scale), "--time-scale")
     for cell in planned:
@@ -175,8 +184,8 @@ def cmd_matrix(args: argparse.Namespace) -> int:
             cells.append(row)
             worst = max(worst, code)
             print(_summary_line(out), file=sys.stderr)
-    matrix = {"schema_version": 1, "runs": runs, "seed": args.seed, "time_scale": scale, "cells": cells,
-              "coverage": coverage()}
+    matrix = {"schema_version": 1, "topology": topology, "runs": runs, "seed": args.seed, "time_scale": scale,
+              "cells": cells, "skipped": skipped, "coverage": coverage()}
     if args.out:
         _write_page(matrix, Path(args.out))
     if args.json:

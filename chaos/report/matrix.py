@@ -29,6 +29,8 @@ ROW_KEYS = ("area", "preset", "fault", "params", "runs", "lost", "duplicated", "
 EXTRA_KEYS = ("published", "redelivered", "recovered", "dlq", "unexpected", "unsettled_keys", "mismatches",
               "unknown_reasons", "notes", "reproduce", "run_dir", "seed", "time_scale")
 DEFAULT_RUNS = 3  # a row whose area module does not say how many runs its cell takes
+# Faults that only work on another topology than the default replica one (see docs/cluster.md).
+FAULT_TOPOLOGY = {"sentinel-failover": "sentinel"}
 STATUS_TEXT = {"match": "matches", "mismatch": "MISMATCH", "unknown": "unknown", "none": "no row"}
 
 
@@ -46,6 +48,27 @@ class PlannedCell:
     @property
     def fault(self) -> str:
         return "+".join(self.faults) or "none"
+
+    @property
+    def topology(self) -> str | None:
+        """The topology the cell needs (`sentinel`), None when any topology runs it."""
+        for spec in self.faults:
+            needed = FAULT_TOPOLOGY.get(spec.partition(":")[0])
+            if needed:
+                return needed
+        return None
+
+
+def split_by_topology(cells: Iterable[PlannedCell], topology: str) -> tuple[list[PlannedCell], list[dict]]:
+    """(cells this topology runs, the others as `{area, preset, fault, parts, reason}`)."""
+    runnable, skipped = [], []
+    for cell in cells:
+        if cell.topology is None or cell.topology == topology:
+            runnable.append(cell)
+        else:
+            skipped.append({"area": cell.area, "preset": cell.preset, "fault": cell.fault, "parts": dict(cell.parts),
+                            "reason": f"needs --topology {cell.topology} (this run: {topology})"})
+    return runnable, skipped
 
 
 def _spec(name: str, params: Mapping[str, str]) -> str:
@@ -296,8 +319,20 @@ def _coverage_html(cov: Mapping[str, Any]) -> str:
             f'<table class="cov"><tr><th>preset \\ fault</th>{head}</tr>\n' + "\n".join(body) + "\n</table>\n")
 
 
+def _skipped_html(skipped: list[Mapping[str, Any]]) -> str:
+    reasons: dict[str, list[Mapping[str, Any]]] = {}
+    for item in skipped:
+        reasons.setdefault(str(item.get("reason")), []).append(item)
+    parts = []
+    for reason, items in reasons.items():
+        names = ", ".join(sorted({f"{i.get('preset')} x {i.get('fault')}" for i in items}))
+        parts.append(f"<li>{len(items)} {'cell' if len(items) == 1 else 'cells'} {html.escape(reason)}: <span class=\"small\">{html.escape(names)}</span></li>")
+    return f'<h2 id="not-run">Not run here ({len(skipped)} {'row' if len(skipped) == 1 else 'rows'})</h2>\n<ul>{"".join(parts)}</ul>\n'
+
+
 def render_matrix(cells: Iterable[Mapping[str, Any]], title: str = "Chaos matrix",
-                  coverage_info: Mapping[str, Any] | None = None) -> str:
+                  coverage_info: Mapping[str, Any] | None = None,
+                  skipped: list[Mapping[str, Any]] | None = None) -> str:
     """The whole page as a string: a table per area (in first-seen order), then coverage."""
     cells = [dict(c) for c in cells]
     for cell in cells:
@@ -326,16 +361,18 @@ def render_matrix(cells: Iterable[Mapping[str, Any]], title: str = "Chaos matrix
         '<p class="legend"><span style="background:#e8f5e9">behaved as its row says</span>'
         '<span style="background:#ffebee">mismatch</span><span style="background:#eeeeee">unknown verdict</span>'
         '<span>no row in the expectation table</span> Hover a line for the command that replays it.</p>\n'
-        + "".join(sections) + (_coverage_html(coverage_info) if coverage_info else "") + "</body></html>\n"
+        + "".join(sections) + (_skipped_html(skipped) if skipped else "")
+        + (_coverage_html(coverage_info) if coverage_info else "") + "</body></html>\n"
     )
 
 
 def write_matrix(cells: Iterable[Mapping[str, Any]], path: Path, title: str = "Chaos matrix",
-                 coverage_info: Mapping[str, Any] | None = None) -> Path:
+                 coverage_info: Mapping[str, Any] | None = None,
+                 skipped: list[Mapping[str, Any]] | None = None) -> Path:
     """Write the page (parents created); returns the path."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(render_matrix(cells, title, coverage_info), encoding="utf-8")
+    path.write_text(render_matrix(cells, title, coverage_info, skipped), encoding="utf-8")
     return path
 
 
@@ -345,9 +382,9 @@ def write_matrix_page(matrix: Mapping[str, Any], path: Path) -> Path:
     if not isinstance(matrix, Mapping) or not isinstance(matrix.get("cells"), list):
         raise ValueError("write_matrix_page needs the matrix document {'cells': [...], ...}; "
                          "for a plain list of cells use write_matrix(cells, path)")
-    settings = ", ".join(f"{k.replace('_', ' ')} {matrix[k]}" for k in ("runs", "seed", "time_scale")
+    settings = ", ".join(f"{k.replace('_', ' ')} {matrix[k]}" for k in ("topology", "runs", "seed", "time_scale")
                          if matrix.get(k) is not None)
     path = write_matrix(matrix["cells"], path, title=f"Chaos matrix ({settings})" if settings else "Chaos matrix",
-                        coverage_info=matrix.get("coverage"))
+                        coverage_info=matrix.get("coverage"), skipped=matrix.get("skipped"))
     path.with_suffix(".json").write_text(json.dumps(matrix, indent=2, default=str), encoding="utf-8")
     return path

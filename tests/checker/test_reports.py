@@ -246,3 +246,32 @@ def test_matrix_cells_carry_the_summary_rows_of_the_terminal(tmp_path):
     row = cell_row(cell, area="producer", preset=preset, fault=faults, expected=expected, parts=parts)
     mine = matrix_cell(out, area="producer", expected=expected, parts=parts)
     assert {k: mine[k] for k in row} == row
+
+
+class TestTopology:
+    def test_sentinel_rows_need_the_sentinel_topology(self):
+        from chaos.report.matrix import split_by_topology
+        runnable, skipped = split_by_topology(plan_cells(), "replica")
+        assert skipped and all("sentinel-failover" in s["fault"] for s in skipped)
+        assert all(s["reason"] == "needs --topology sentinel (this run: replica)" for s in skipped)
+        assert not [c for c in runnable if "sentinel-failover" in c.fault]
+        on_sentinel, none_skipped = split_by_topology(plan_cells("sentinel"), "sentinel")
+        assert on_sentinel and none_skipped == []
+
+    def test_the_page_lists_rows_not_run(self, tmp_path):
+        skipped = [{"area": "sentinel", "preset": "s1", "fault": "sentinel-failover:at_ms=0", "parts": {},
+                    "reason": "needs --topology sentinel (this run: replica)"}]
+        page = write_matrix_page({"cells": [], "skipped": skipped, "topology": "replica"}, tmp_path / "m.html")
+        text = page.read_text()
+        assert '<h2 id="not-run">Not run here (1 row)</h2>' in text and "1 cell needs --topology sentinel" in text
+        assert "Chaos matrix (topology replica)" in text
+
+    def test_an_area_with_no_row_for_this_topology_is_refused_before_anything_starts(self):
+        import os
+        import subprocess
+        import sys
+        env = {k: v for k, v in os.environ.items() if k != "CHAOS_TOPOLOGY"}
+        env["PYTHONPATH"] = str(Path(__file__).parents[2])
+        proc = subprocess.run([sys.executable, "-m", "chaos", "matrix", "--area", "sentinel"], env=env,
+                              capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 254 and "needs --topology sentinel" in proc.stderr and "change --topology" in proc.stderr

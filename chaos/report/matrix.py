@@ -326,8 +326,11 @@ def _skipped_html(skipped: list[Mapping[str, Any]]) -> str:
     parts = []
     for reason, items in reasons.items():
         names = ", ".join(sorted({f"{i.get('preset')} x {i.get('fault')}" for i in items}))
-        parts.append(f"<li>{len(items)} {'cell' if len(items) == 1 else 'cells'} {html.escape(reason)}: <span class=\"small\">{html.escape(names)}</span></li>")
-    return f'<h2 id="not-run">Not run here ({len(skipped)} {'row' if len(skipped) == 1 else 'rows'})</h2>\n<ul>{"".join(parts)}</ul>\n'
+        noun = "cell" if len(items) == 1 else "cells"
+        parts.append(f"<li>{len(items)} {noun} {html.escape(reason)}: "
+                     f'<span class="small">{html.escape(names)}</span></li>')
+    rows = "row" if len(skipped) == 1 else "rows"
+    return f'<h2 id="not-run">Not run here ({len(skipped)} {rows})</h2>\n<ul>{"".join(parts)}</ul>\n'
 
 
 def render_matrix(cells: Iterable[Mapping[str, Any]], title: str = "Chaos matrix",

@@ -347,7 +347,7 @@ def render_matrix(cells: Iterable[Mapping[str, Any]], title: str = "Chaos matrix
     areas: dict[str, list[dict]] = {}
     for cell in cells:
         tally[cell_status(cell)] = tally.get(cell_status(cell), 0) + 1
-        areas.setdefault(str(cell.get("area") or "(no area)"), []).append(cell)
+        areas.setdefault(str(cell.get("area") or "no row: run on their defaults"), []).append(cell)
     head = "".join(f"<th>{html.escape(t)}</th>" for t, _ in COLUMNS)
     sections = []
     for area, members in areas.items():

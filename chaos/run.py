@@ -38,7 +38,7 @@ from chaos.workload import failpoints as fp
 from chaos.workload import schema
 from chaos.workload.env import ready_marker
 from chaos.events import Event
-from chaos.workload.final_state import fully_acked, read_final_state
+from chaos.workload.final_state import fully_acked, pending_entries, read_final_state, undelivered
 from chaos.workload.forkserver import Child, fork_server
 from chaos.workload.procutil import describe_exit, tail
 from chaos.workload.progress import ProgressWatch
@@ -53,6 +53,8 @@ ROLE_FAILPOINTS = {"dispatcher": {"before_publish", "after_xadd_before_mark", "a
 POLL_S = 0.005
 READY_TIMEOUT_S = 15.0
 STOP_GRACE_S = 2.0
+STALL_S = 10.0              # no useful op for this long (plus the longest job, x3) past the bound: stalled
+FLOOR_EVENTS_PER_S = 200.0  # the workload's first bound allows at least this slow a run
 FOLLOW_RETRY_S = 5.0        # how long a Redis call waits for a primary to answer (a failover's downtime)
 FOLLOW_RETRY_EVERY_S = 0.005
 
@@ -260,8 +262,10 @@ class _Cell:
     """What stays the same across the runs of one cell."""
 
     def __init__(self, cluster: Any, strategy: Strategy, fault_specs: list[Any], time_scale: float,
-                 failpoints: dict[str, dict], root: Path, trace: Callable[[str], None] | None) -> None:
+                 failpoints: dict[str, dict], root: Path, trace: Callable[[str], None] | None,
+                 workload_bound_s: float | None = None, stall_s: float | None = None) -> None:
         self.cluster, self.strategy, self.fault_specs = cluster, strategy, fault_specs
+        self.workload_bound_s, self.stall_s = workload_bound_s, stall_s
         self.time_scale, self.extra_failpoints, self.root, self.trace = time_scale, failpoints, root, trace
         self.streams = strategy.delivery.streams()
         self.job = {"guard": strategy.guard.to_spec(), "ack": strategy.ack.to_spec()}
@@ -368,8 +372,8 @@ class _Run:
         self.orchestrator.op("info", "log", value={"spawned": name, "pid": child.pid, "role": plan.role})
         return handle
 
-    def blocked_readers(self) -> int:
-        clients = self.cell.redis.client_list()
+    def blocked_readers(self, r: Any = None) -> int:
+        clients = (r or self.cell.redis).client_list()
         return sum(1 for c in clients if c.get("cmd") == "xreadgroup" and "b" in c.get("flags", ""))
 
     def wait_ready(self, handle: WorkerHandle, blocked: int) -> None:
@@ -446,15 +450,26 @@ class _Run:
     def live(self, kind: str | None = None) -> list[WorkerHandle]:
         return [h for h in self.current.values() if h.alive() and (kind is None or h.plan.kind == kind)]
 
-    def watch(self, done: Callable[[], bool], timeout_s: float) -> bool:
-        """Poll deaths/respawns and `done` until it holds (True) or the timeout passes (False)."""
-        deadline = time.monotonic() + timeout_s
+    def watch(self, done: Callable[[], bool], bound_s: float, progress: ProgressWatch,
+              stall_s: float) -> tuple[float, float] | None:
+        """Poll deaths/respawns and `done` until it holds (None). Past `bound_s` the wait goes on
+        while the run makes progress: it ends (returning the seconds waited) only when no
+        useful op came for `stall_s`, or for ten times the mean gap between useful ops so far
+        if that is longer (a slow run is not a stalled one): then (seconds waited, seconds
+        since the last useful op)."""
+        started = time.monotonic()
+        first_ops = progress.useful_ops
         while True:
             self.check_deaths()
             if done():
-                return True
-            if time.monotonic() > deadline:
-                return False
+                return None
+            now = time.monotonic()
+            if now - started > bound_s:
+                last = progress.poll()
+                ops = progress.useful_ops - first_ops
+                gap = (last - started) / ops if ops and last > started else 0.0  # between useful ops, so far
+                if now - last > max(stall_s, 10 * gap):
+                    return now - started, now - last
             time.sleep(POLL_S * 2)
 
     # -- the run -----------------------------------------------------------------------
@@ -485,6 +500,7 @@ class _Run:
                     self.reset_state(events)
                 with self.phase("arm"):
                     self.start_workload(events, producer_plans, faults, threads)
+                self.progress = ProgressWatch(self.dir)
                 with self.phase("workload"):
                     self.workload_phase(events)
             except _RunAborted as exc:
@@ -495,7 +511,7 @@ class _Run:
                     self.join_faults(threads)
             if not self.reasons or all("died unexpectedly" in r for r in self.reasons):
                 with self.phase("drain"):
-                    self.drain_phase()
+                    self.drain_phase(events)
         finally:
             with self.phase("stop"):
                 self.stop_all()
@@ -573,37 +589,72 @@ class _Run:
         self.reasons.append(message)
         self.fault_errors.append(message)
 
-    def settle_s(self, events: list[Event]) -> float:
+    def stall_s(self, events: list[Event]) -> float:
+        """How long a healthy run may go without a useful op: the longest job three times
+        over, plus slack for a loaded machine."""
+        if self.cell.stall_s is not None:
+            return self.cell.stall_s
         longest = max((e.cost_ms for e in events), default=0.0)
-        return self.cell.time_scale * (3 * longest + 300) / 1000.0 + 0.2
+        return STALL_S + 3 * self.cell.time_scale * longest / 1000.0
+
+    def workload_bound_s(self, events: list[Event]) -> float:
+        """The workload's first bound, from its size: the schedule, the jobs' cost and the
+        producer's retries (scaled, three times over), plus a floor rate per event. Past it
+        the run goes on for as long as it makes progress (see `watch`)."""
+        if self.cell.workload_bound_s is not None:
+            return self.cell.workload_bound_s
+        producer = self.cell.strategy.producer
+        scheduled = sum(e.cost_ms for e in events) + max((e.at_ms for e in events), default=0) + sum(
+            producer.retry_delays_ms())
+        return 20.0 + 3 * self.cell.time_scale * scheduled / 1000.0 + len(events) / FLOOR_EVENTS_PER_S
+
+    def consumers_idle(self, watch: ProgressWatch) -> bool:
+        """Nothing more happens without a drain: no consumer respawn due, nothing in hand or in
+        an apply, nothing undelivered, and every live consumer blocked in XREADGROUP."""
+        if any(h.plan.kind == CONSUMER for _, h in self.respawns):
+            return False
+        consumers = self.live(CONSUMER)
+        if not consumers:
+            return True  # nobody left to do anything
+        watch.poll()
+        names = self.live_names()
+        if watch.busy(names) or watch.in_hand(names):
+            return False
+        try:
+            r = self.cell.redis.client()
+            if undelivered(r, self.cell.streams, GROUP):
+                return False
+            return self.blocked_readers(r) >= sum(h.plan.ready_blocked for h in consumers)
+        except (redis.ConnectionError, redis.TimeoutError):
+            return False  # no primary answers (a failover): not yet
 
     def workload_phase(self, events: list[Event]) -> None:
-        """Until producers are done and the consumers are idle (fully acked, or no progress)."""
-        cell, watch = self.cell, ProgressWatch(self.dir)
-        settle = self.settle_s(events)
+        """Until the producers are done and the consumers fully acked (ack after) or idle."""
+        cell, watch = self.cell, self.progress
         producer = cell.strategy.producer
-        budget = 20.0 + 3 * cell.time_scale * (sum(e.cost_ms for e in events) + max(
-            (e.at_ms for e in events), default=0) + sum(producer.retry_delays_ms())) / 1000.0
 
-        def quiet() -> bool:
+        def done() -> bool:
             if self.live(PRODUCER) or any(h.plan.kind == PRODUCER for _, h in self.respawns):
                 return False
             if not producer.drained(cell.conn()):
                 return False
-            idle = time.monotonic() - watch.poll() > settle and not watch.busy(self.live_names())
-            if _acked_or_none(cell):
-                # acked on receive says nothing about the work: wait until the consumers are idle too
-                return cell.strategy.ack.after or idle
-            return idle
+            if cell.strategy.ack.after and _acked_or_none(cell):
+                return True
+            # acked on receive says nothing about the work: the consumers must be idle too
+            return self.consumers_idle(watch)
 
-        if not self.watch(quiet, budget):
-            self.reasons.append(f"the workload did not finish within {budget:.1f} s "
-                                f"(producers alive: {[h.name for h in self.live(PRODUCER)]}; "
-                                f"{self.stream_state()}; busy: {watch.busy(self.live_names())})")
+        stalled = self.watch(done, self.workload_bound_s(events), watch, self.stall_s(events))
+        if stalled is not None:
+            names = self.live_names()
+            self.reasons.append(f"the workload did not finish within {stalled[0]:.1f} s: no progress for "
+                                f"{stalled[1]:.1f} s (producers alive: {[h.name for h in self.live(PRODUCER)]}; "
+                                f"{self.stream_state()}; busy: {watch.busy(names)}; "
+                                f"in hand: {watch.in_hand(names)})")
 
-    def drain_phase(self) -> None:
-        """Recovery: consumers run XAUTOCLAIM until everything is acked or nothing moves."""
-        cell = self.cell
+    def drain_phase(self, events: list[Event]) -> None:
+        """Recovery: consumers run XAUTOCLAIM until everything is acked, or until every entry
+        still pending was claimed again in the drain and failed again (a poison entry)."""
+        cell, watch = self.cell, self.progress
         if _acked_or_none(cell) and cell.strategy.producer.drained(cell.conn()):
             return
         self.orchestrator.op("info", "log", value={"phase": "drain"})
@@ -611,10 +662,10 @@ class _Run:
             handle.drain_signalled = True
             handle.child.kill(signal.SIGCONT)
             handle.child.kill(signal.SIGUSR1)
-        idle = cell.time_scale * cell.strategy.delivery.claim_idle_ms / 1000.0
-        watch = ProgressWatch(self.dir)
         began = time.monotonic()
-        window = 2 * idle + cell.time_scale * 0.5 + 0.3
+        claims = cell.strategy.delivery.claim != "never"
+        # with max_attempts every failing entry reaches the DLQ in the end: wait for it
+        final_when_failed = not cell.strategy.ack.max_attempts
 
         def drained() -> bool:
             for handle in self.live(CONSUMER):
@@ -625,12 +676,24 @@ class _Run:
                 return True
             if not self.live(CONSUMER) and not self.respawns:
                 return True  # nobody left to recover anything: report what is pending
-            now = time.monotonic()
-            return now - began > window and now - watch.poll() > window and not watch.busy(self.live_names())
+            if not self.consumers_idle(watch) or not cell.strategy.producer.drained(cell.conn()):
+                return False
+            if not claims:
+                return True  # nobody will claim what is pending: report it
+            try:
+                pending = pending_entries(cell.redis.client(), cell.streams, GROUP)
+            except (redis.ConnectionError, redis.TimeoutError):
+                return False
+            return final_when_failed and all(watch.failed_since(entry, began) for entry in pending)
 
-        timeout = max(10.0, 10 * idle + 30 * cell.time_scale)
-        if not self.watch(drained, timeout):
-            self.reasons.append(f"the drain timed out after {timeout:.1f} s")
+        idle = cell.time_scale * cell.strategy.delivery.claim_idle_ms / 1000.0
+        bound = max(10.0, 10 * idle + 30 * cell.time_scale)
+        if cell.workload_bound_s is not None:
+            bound = min(bound, cell.workload_bound_s)
+        stalled = self.watch(drained, bound, watch, self.stall_s(events) + 2 * idle)
+        if stalled is not None:
+            self.reasons.append(f"the drain timed out after {stalled[0]:.1f} s: no progress for "
+                                f"{stalled[1]:.1f} s ({self.stream_state()})")
 
     def stop_all(self) -> None:
         for handle in self.live():
@@ -660,7 +723,10 @@ class _RunAborted(Exception):
     """A run could not get its workers going; the run's verdict is unknown."""
 
 
-def _validate(time_scale: float, runs: int, failpoints: dict[str, dict]) -> None:
+def _validate(time_scale: float, runs: int, failpoints: dict[str, dict], bounds: dict[str, float | None]) -> None:
+    for name, value in bounds.items():
+        if value is not None and not value > 0:
+            raise BadArguments(f"{name} must be > 0 seconds (or None for the default), got {value!r}")
     if not isinstance(runs, int) or runs < 1:
         raise BadArguments(f"runs must be a whole number >= 1, got {runs!r}")
     if not time_scale or time_scale <= 0:
@@ -692,24 +758,27 @@ def run_cell(cluster: Any, preset: str | Strategy, faults: Sequence[Any] = (), r
              failpoints: dict[str, dict] | None = None, run_root: Path | None = None,
              keep_runs: str = "failed", trace: Callable[[str], None] | None = None,
              progress: Callable[[int, int, RunResult], None] | None = None,
-             raise_fault_errors: bool = True) -> CellResult:
+             raise_fault_errors: bool = True, workload_bound_s: float | None = None,
+             stall_s: float | None = None) -> CellResult:
     """Run `preset` under `faults` `runs` times (run i uses seed + i) and summarize.
 
     `parts` replaces whole parts (`{"workload": "many-orders:keys=40"}`); `failpoints`
     adds `{role-or-process: {failpoint: {...}}}` to what the faults arm. `keep_runs`:
     `always`, `never`, or `failed` (keep the dirs of runs that are not valid).
+    `workload_bound_s` replaces the workload's first bound (by default from its size) and
+    `stall_s` how long without a useful op past it counts as stalled (verdict unknown).
     Besides the checker's fields, the result carries `run_root`, `run_dirs`, `metrics`
     (RunMetrics per run), `wall_s`, `strategy`, `fault_errors`, `label`, `phases` (Phase of
     every run) and `notes` (e.g. a fault that fired after the workload ended).
     """
     failpoints = dict(failpoints or {})
-    _validate(time_scale, runs, failpoints)
+    _validate(time_scale, runs, failpoints, {"workload_bound_s": workload_bound_s, "stall_s": stall_s})
     strategy = preset if isinstance(preset, Strategy) else resolve(preset, parts=parts)
     specs = _fault_specs(list(faults))
     root = Path(run_root) if run_root else runs_dir(cluster) / (
         f"{strategy.preset}-{time.strftime('%H%M%S')}-{os.getpid()}-{random.randrange(10**6)}")
     root.mkdir(parents=True, exist_ok=True)
-    cell = _Cell(cluster, strategy, specs, time_scale, failpoints, root, trace)
+    cell = _Cell(cluster, strategy, specs, time_scale, failpoints, root, trace, workload_bound_s, stall_s)
     _check_faults(cell, specs, strategy)
     started = time.monotonic()
     results, metrics, fault_errors = [], [], []

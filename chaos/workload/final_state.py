@@ -72,3 +72,24 @@ def fully_acked(r: redis.Redis, streams: Iterable[str], group: str) -> bool:
         if last and _after(last[0][0], info["last-delivered-id"]):
             return False
     return True
+
+
+def undelivered(r: redis.Redis, streams: Iterable[str], group: str) -> bool:
+    """Whether any stream holds an entry the group has not delivered yet."""
+    for stream in streams:
+        info = _group(r, stream, group)
+        last = r.xrevrange(stream, count=1)
+        if last and (info is None or _after(last[0][0], info["last-delivered-id"])):
+            return True
+    return False
+
+
+def pending_entries(r: redis.Redis, streams: Iterable[str], group: str) -> list[str]:
+    """The entry ids in the group's PEL on every stream."""
+    out: list[str] = []
+    for stream in streams:
+        info = _group(r, stream, group)
+        if info is not None and info["pending"]:
+            out += [row["message_id"] for row in
+                    r.xpending_range(stream, group, min="-", max="+", count=info["pending"])]
+    return out

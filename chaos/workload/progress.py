@@ -1,9 +1,13 @@
-"""Is the run still making progress? A tail over every history file of a run.
+"""Is the run still making progress, and is there anything left in hand? A tail over every
+history file of a run.
 
-The orchestrator's drain waits until nothing useful happens for a settle window. Useful
-is a publish, a first read, an effect, an ack or a DLQ move; a poison entry being
+Useful is a publish, a first read, an effect, an ack or a DLQ move; a poison entry being
 claimed and failing again forever is not (so `poison-no-dlq` settles with its entries
-pending instead of timing out).
+pending instead of timing out). In hand is an entry a process has delivered and not yet
+applied (or failed to apply, or dead-lettered): an XACK that follows an apply is not
+counted (a broken link may eat it, and nothing is written then), but the process sending
+it is not blocked in XREADGROUP, which the orchestrator checks besides. It ends a phase on
+these conditions, not on a quiet period.
 """
 from __future__ import annotations
 
@@ -24,9 +28,11 @@ def _useful(op: dict) -> bool:
 
 
 class ProgressWatch:
-    """`poll()` returns the time of the last useful op seen so far (monotonic seconds);
-    `busy(processes)` says whether one of them is inside an apply (invoke not yet completed),
-    which no quiet period may cut short however long a stalled process takes."""
+    """`poll()` reads what the processes wrote since the last call and returns the time of the
+    last useful op (monotonic seconds); `busy(processes)` says whether one of them is inside
+    an apply (invoke not yet completed); `in_hand(processes)` counts the entries those
+    processes hold; `failed_since(entry_id, t)` whether an entry's handling failed at or
+    after `t` (the drain's "tried and still pending")."""
 
     def __init__(self, run_dir: Path) -> None:
         self.dir = history_dir(run_dir)
@@ -34,21 +40,52 @@ class ProgressWatch:
         self.partial: dict[Path, bytes] = {}
         self.last_useful = time.monotonic()
         self.useful_ops = 0
+        self.handled = 0               # apply ok and DLQ moves: the work done
         self.open_applies: dict[str, int] = {}
+        # Files are tailed one after another, so a worker's apply may be read before the
+        # reader's deliver of the same entry: compare times, not the order ops are read in.
+        self.delivered: dict[str, tuple[float, str]] = {}   # entry id -> (last deliver, process)
+        self.put_down: dict[str, float] = {}     # entry id -> its last apply completion or DLQ move
+        self.failed_at: dict[str, float] = {}    # entry id -> time of its last failed apply
 
     def busy(self, processes: list[str]) -> bool:
         return any(self.open_applies.get(p, 0) > 0 for p in processes)
 
+    def in_hand(self, processes: list[str]) -> int:
+        live = set(processes)
+        put_down = self.put_down
+        return sum(1 for entry, (at, holder) in self.delivered.items()
+                   if holder in live and at > put_down.get(entry, float("-inf")))
+
+    def failed_since(self, entry_id: str, since: float) -> bool:
+        return self.failed_at.get(entry_id, float("-inf")) >= since
+
     def _track(self, op: dict) -> None:
-        value = op.get("value")
-        if op.get("f") == "log" and isinstance(value, dict) and "started" in value:
+        f, kind, value, entry = op.get("f"), op.get("type"), op.get("value"), op.get("entry_id")
+        if f == "log" and isinstance(value, dict) and "started" in value:
             self.open_applies[op.get("process", "")] = 0  # a new incarnation: the dead one's invokes dangle
             return
-        if op.get("f") != "apply" or op.get("entry_id") is None:  # released parked events carry none
+        if entry is None:  # released parked events carry none
             return
-        delta = 1 if op.get("type") == "invoke" else -1
-        process = op.get("process", "")
-        self.open_applies[process] = max(0, self.open_applies.get(process, 0) + delta)
+        at = op.get("time", 0.0)
+        if f == "deliver":
+            if kind == "ok" and at > self.delivered.get(entry, (float("-inf"), ""))[0]:
+                self.delivered[entry] = (at, op.get("process", ""))
+        elif f == "dlq":
+            self.put_down[entry] = max(at, self.put_down.get(entry, at))
+            if kind == "ok":
+                self.handled += 1
+        elif f == "apply":
+            process = op.get("process", "")
+            delta = 1 if kind == "invoke" else -1
+            self.open_applies[process] = max(0, self.open_applies.get(process, 0) + delta)
+            if kind == "invoke":
+                return
+            if kind == "ok":
+                self.handled += 1
+            else:
+                self.failed_at[entry] = max(at, self.failed_at.get(entry, at))
+            self.put_down[entry] = max(at, self.put_down.get(entry, at))
 
     def poll(self) -> float:
         if not self.dir.is_dir():

@@ -136,3 +136,60 @@ def test_a_fault_inside_the_workload_gets_no_note(cluster):
                     keep_runs="never")
     assert cell.notes == [], cell.notes
     assert any(p.name == "fault:promote-replica" for p in cell.phases)
+
+
+def _write_ops(path: Path, ops: list[dict]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as fh:
+        fh.write("".join(json.dumps(o) + "\n" for o in ops))
+
+
+def test_in_hand_follows_times_not_the_order_files_are_read_in(tmp_path):
+    """A fan-out worker's apply may be read before the reader's deliver of the same entry."""
+    from chaos.workload.progress import ProgressWatch
+
+    hist = tmp_path / "history"
+    _write_ops(hist / "W1.jsonl", [{"time": 2.0, "process": "W1", "type": "invoke", "f": "apply", "entry_id": "1-0"},
+                                   {"time": 3.0, "process": "W1", "type": "ok", "f": "apply", "entry_id": "1-0"}])
+    _write_ops(hist / "R1.jsonl", [{"time": 1.0, "process": "R1", "type": "ok", "f": "deliver", "entry_id": "1-0",
+                                    "via": "read"},
+                                   {"time": 4.0, "process": "R1", "type": "ok", "f": "deliver", "entry_id": "2-0",
+                                    "via": "read"}])
+    watch = ProgressWatch(tmp_path)
+    watch.poll()
+    assert watch.in_hand(["R1", "W1"]) == 1         # 2-0 is delivered and not applied yet
+    assert watch.in_hand(["W1"]) == 0               # a dead reader's entries are nobody's
+    _write_ops(hist / "W1.jsonl", [{"time": 5.0, "process": "W1", "type": "fail", "f": "apply", "entry_id": "2-0"}])
+    watch.poll()
+    assert watch.in_hand(["R1", "W1"]) == 0 and watch.failed_since("2-0", 4.5) and not watch.failed_since("2-0", 5.5)
+    assert watch.handled == 1
+
+
+def test_a_stalled_run_ends_unknown_with_its_reason(cluster):
+    """C1 stops itself at a failpoint and nobody resumes it: past its bound the workload makes
+    no progress, and the run says why instead of waiting forever."""
+    started = time.monotonic()
+    cell = run_cell(cluster, "s1", runs=1, time_scale=0.2, workload_bound_s=0.5, stall_s=1.0,
+                    failpoints={"C1": {"after_apply_before_ack": {"action": "signal", "etype": "created"}}})
+    assert cell.verdict == "unknown"
+    reason = " ".join(cell.unknown_reasons)
+    assert "the workload did not finish within" in reason and "no progress for" in reason, reason
+    assert "orders: pending 1" in reason, reason
+    assert time.monotonic() - started < 30
+    assert _workers_left() == []
+
+
+def test_a_run_that_keeps_progressing_is_not_cut(cluster):
+    """40 events of 50 ms each on one consumer need ~2 s of work: far past a 0.3 s bound, but
+    every job is progress, so the run ends valid."""
+    cell = run_cell(cluster, "s1", runs=1, time_scale=1.0, workload_bound_s=0.3, stall_s=0.5,
+                    parts={"workload": "many-orders:keys=20,events=2,gap_ms=0,cost_ms=50"})
+    assert cell.verdict == "valid", cell.unknown_reasons
+    assert cell.counts.handled == 40
+    workload = next(p for p in cell.phases if p.name == "workload")
+    assert workload.end - workload.start > 1.0   # it really ran past its bound
+
+
+def test_bad_bounds_are_rejected(cluster):
+    with pytest.raises(BadArguments, match="stall_s must be > 0"):
+        run_cell(cluster, "s1", stall_s=0)

@@ -234,3 +234,46 @@ TEST_PATHS = documented_test_paths()
 @pytest.mark.parametrize(("doc", "path"), TEST_PATHS, ids=[f"{d}:{p}" for d, p in TEST_PATHS])
 def test_documented_pytest_path_exists(doc, path):
     assert (ROOT / path).exists(), f"{doc} runs `pytest {path}`, which does not exist"
+
+
+def test_section_references_point_at_sections():
+    """`docs/INTERFACES.md section N` written in code or docs names a section that exists."""
+    headings = set(re.findall(r"^## (\d+)\. ", (ROOT / "docs" / "INTERFACES.md").read_text(), flags=re.M))
+    refs = []
+    for top in ("chaos", "faults", "docs", "tests", "suites"):
+        for path in (ROOT / top).rglob("*"):
+            if path.suffix in (".py", ".md") and path.is_file():
+                refs += [(str(path.relative_to(ROOT)), n)
+                         for n in re.findall(r"INTERFACES\.md,? section (\d+)", path.read_text(errors="replace"))]
+    assert refs, "no section reference found: did the extraction break?"
+    bad = [(path, n) for path, n in refs if n not in headings]
+    assert not bad, f"references to sections docs/INTERFACES.md does not have ({sorted(headings)}): {bad}"
+
+
+def readme_layout() -> list[str]:
+    """The paths of the README's Layout block: top-level entries, and entries indented under
+    the `chaos/` line as paths inside it."""
+    text = (ROOT / "README.md").read_text().split("## Layout", 1)[1]
+    block = re.search(r"```\n(.*?)```", text, flags=re.S).group(1)
+    paths, parent = [], ""
+    for line in block.splitlines():
+        match = re.match(r"( {0,2})(\S+)\s", line + " ")
+        if not match or "/" not in match.group(2) and "." not in match.group(2):
+            continue  # a continuation of the previous line's description (indented further)
+        name = match.group(2)
+        if match.group(1):
+            paths.append(parent + name)
+        else:
+            parent = name if name.endswith("/") else ""
+            paths.append(name)
+    return paths
+
+
+def test_readme_layout_names_what_exists():
+    paths = readme_layout()
+    assert "chaos/" in paths and "chaos/run.py" in paths, paths
+    missing = [p for p in paths if not any(ROOT.glob(p.rstrip("/")))]
+    assert not missing, f"README's Layout names {missing}, which are not in the repository"
+    packages = {f"chaos/{p.parent.name}/" for p in (ROOT / "chaos").glob("*/__init__.py")}
+    unlisted = sorted(packages - set(paths))
+    assert not unlisted, f"README's Layout does not list the packages {unlisted}"

@@ -1,6 +1,10 @@
 """A local redis-server: the flags that matter here, and its admin client.
 
 ``--repl-diskless-sync-delay 0`` makes a replica link up in ~15 ms instead of 5 s.
+``--repl-diskless-sync no`` starts a full sync's snapshot at once (a diskless one waits
+for the once-a-second replication cron: a reset after a failover left the replica in
+``wait_bgsave`` for up to a second), and ``--rdb-del-sync-files yes`` deletes that
+snapshot afterwards, so a restarted server still comes back empty.
 Persistence is off unless asked for (``restart`` with ``appendonly``), so a crash loses
 everything, as with the reference's servers.
 """
@@ -48,7 +52,8 @@ class RedisProcess(LocalServer):
         return [self.binary, "--port", str(self.port), "--bind", self.host, "--save", "",
                 "--appendonly", "yes" if self.appendonly else "no", "--appendfsync", self.appendfsync,
                 "--dir", str(self.workdir), "--logfile", str(self.workdir / "redis-server.log"),
-                "--daemonize", "no", "--repl-diskless-sync-delay", "0", "--protected-mode", "no"]
+                "--daemonize", "no", "--repl-diskless-sync-delay", "0", "--repl-diskless-sync", "no",
+                "--rdb-del-sync-files", "yes", "--protected-mode", "no"]
 
     def log_files(self) -> list[Path]:
         return [self.log_path, self.workdir / "redis-server.log"]

@@ -13,7 +13,7 @@ stream = "orders"         # CHAOS_STREAM
 group = "workers"         # CHAOS_GROUP
 schema = "schema.sql"     # optional: SQL run on the fresh database first (the user's migration)
 ready_timeout_s = 20      # every process must connect to its Redis proxy within this time
-drain_s = 15              # after the workload, how long the workers get to settle
+drain_s = 15              # after the workload: how long the workers may go without progress (no entry acked)
 dlq_stream = "orders:dlq" # optional: where the consumer dead-letters
 env = { LOG_LEVEL = "info" }
 

@@ -255,18 +255,29 @@ class _Run:
             return None
 
     def _drain(self, pg: Any, events: list[Any]) -> StreamState:
-        """Wait until nothing is pending or undelivered and no new effect came for SETTLE_S,
-        or until drain_s passed (what is left is then counted as pending_left)."""
-        deadline = time.monotonic() + self.config.worker.drain_s
-        seen, still_since = -1, time.monotonic()
+        """Wait until nothing is pending or undelivered and no new effect came for SETTLE_S.
+
+        Gives up (what is left is then counted as pending_left) only when the workers stop
+        making progress: no new low of pending + undelivered entries for drain_s. A loaded
+        machine slows a recovering worker down; a fixed budget would count its still
+        shrinking backlog as left behind."""
+        window = self.config.worker.drain_s
+        now = time.monotonic()
+        seen, still_since = -1, now
+        least, progressed = None, now
         state = StreamState()
-        while time.monotonic() < deadline:
+        while True:
             state = self._stream_state(events, final=False) or state
             n = len(self.recorder.read())
+            now = time.monotonic()
             if n != seen:
-                seen, still_since = n, time.monotonic()
-            quiet = time.monotonic() - still_since >= SETTLE_S
-            if quiet and not state.pending and not state.undelivered:
+                seen, still_since = n, now
+            outstanding = len(state.pending) + len(state.undelivered)
+            if least is None or outstanding < least:
+                least, progressed = outstanding, now
+            if now - still_since >= SETTLE_S and not outstanding:
+                break
+            if now - progressed >= window:
                 break
             if not any(w.alive() for w in self.pool.workers):
                 break

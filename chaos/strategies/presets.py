@@ -84,10 +84,11 @@ PRESETS: dict[str, Preset] = {p.name: p for p in [
     Preset("p4", "2 consumers in one group + event-carried state, conditional upsert (no row beforehand)",
            guard="state-carried"),
     Preset("recommended", "S2 sharding by key + CAS on business version + inbox by event_id",
-           delivery="sharded:shards=4", guard="inbox:cas=1", workload="many-orders:resend=1",
+           delivery="sharded:shards=4,respawn=1", guard="inbox:cas=1", workload="many-orders:resend=1",
            notes="S2 over S3: no single reader to lose, and a shard's consumer is an ordinary "
-                 "group consumer (XAUTOCLAIM recovery works unchanged); CAS makes any residual "
-                 "reorder (redelivery, failover, resharding) harmless; the inbox drops resends."),
+                 "group consumer, restarted under its name when it dies (as a deployment's "
+                 "supervisor does), so its PEL is recovered and its stream read on; CAS makes any "
+                 "residual reorder (redelivery, failover, resharding) harmless; the inbox drops resends."),
 ]}
 
 _REGISTRIES: dict[str, dict[str, type[Part]]] = {

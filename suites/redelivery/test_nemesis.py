@@ -1,7 +1,8 @@
 """A seeded random schedule of faults (Jepsen's nemesis) against a correct strategy.
 
-Cells: chaos/expectations/redelivery.py. Each run must have played at least two faults of
-its schedule; the schedule is recorded in the history and replays with --chaos-seed.
+Cells: chaos/expectations/redelivery.py. Each run must have played every fault of its
+schedule (the schedule's length is drawn from the seed: exponential gaps, so a seed may
+draw a single fault); the schedule is recorded in the history and replays with --chaos-seed.
 """
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ def test_nemesis_cell(cell, chaos_cell) -> None:
         ops = outcome.fault_ops(run)
         schedule = next(v["schedule"] for v in ops if v.get("name") == "nemesis" and v.get("phase") == "start")
         starts = [v["name"] for v in ops if v.get("phase") == "start" and v.get("name") != "nemesis"]
-        assert len(starts) >= 2 and len(starts) == len(schedule), (
+        assert len(starts) >= 1 and len(starts) == len(schedule), (
             f"run {run}: schedule {schedule}, faults started {starts}; {outcome.figures()}")
         played.append(starts)
     outcome.check()

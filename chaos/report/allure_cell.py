@@ -9,12 +9,14 @@ It must be called while the run dirs still exist (or with `histories` already re
 from __future__ import annotations
 
 import json
+import os
 import time
 import uuid
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from chaos.cluster.servers import ENV as SERVER_ENV
 from chaos.checker import INVALID, LOST, REORDERED, UNEXPECTED, UNKNOWN, VALID, WRONG_FINAL_STATE, CellResult
 from chaos.history import HistoryError, format_history, history_dir, read_history
 
@@ -143,6 +145,9 @@ def report_cell(result: CellResult, *, area: str, preset: str, fault: str, parts
     allure.dynamic.story("+".join(f.partition(":")[0] for f in _fault_specs(fault)) or "none")
     allure.dynamic.severity(allure.severity_level(severity(result)))
     allure.dynamic.tag(result.verdict)
+    server = os.environ.get(SERVER_ENV, "")
+    if server and server != "redis":  # another server's results get their own history, not retries of Redis's
+        shown = {**shown, "server": server}
     _hide_other_parameters(set(shown) | {"seed"})
     for name, value in shown.items():
         allure.dynamic.parameter(name, _Plain(value))

@@ -35,7 +35,7 @@ def gitlab() -> dict:
 
 def github_values(doc: dict) -> dict[str, str]:
     """What a run gives each expression the workflow uses."""
-    return {"matrix.shard": "1", "env.SHARDS": doc["env"]["SHARDS"], "env.CHAOS_RUNS": "2",
+    return {"matrix.shard": "1", "matrix.server": "redis", "env.SHARDS": doc["env"]["SHARDS"], "env.CHAOS_RUNS": "2",
             "github.run_number": "1", "steps.merge.outputs.code": "0",
             "vars.NIGHTLY_PAGES == 'true'": "false"}
 
@@ -108,11 +108,12 @@ def test_the_shards_are_a_matrix_that_runs_the_readme_set_up_and_uploads_results
     [pytest_cmd] = [c for r in runs for c in commands(r) if c[:3] == ["python3", "-m", "pytest"]]
     text = " ".join(pytest_cmd)
     assert "--chaos-shard ${{ matrix.shard }}/${{ env.SHARDS }}" in text
+    assert "--chaos-server ${{ matrix.server }}" in text and job["strategy"]["matrix"]["server"] == ["redis", "valkey"]
     assert "--chaos-runs" in pytest_cmd and "suites" in pytest_cmd
     alluredir = pytest_cmd[pytest_cmd.index("--alluredir") + 1]
     summary = pytest_cmd[pytest_cmd.index("--chaos-summary") + 1]
     [upload] = [s for s in job["steps"] if s.get("uses", "").startswith("actions/upload-artifact")]
-    assert upload["if"] == "always()" and upload["with"]["name"] == "shard-${{ matrix.shard }}"
+    assert upload["if"] == "always()" and upload["with"]["name"] == "shard-${{ matrix.shard }}-${{ matrix.server }}"
     folder = upload["with"]["path"]
     assert alluredir.startswith(folder) and summary.startswith(folder)
 

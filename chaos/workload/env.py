@@ -45,6 +45,7 @@ class WorkerEnv:
         self._pg: psycopg.Connection | None = None
         signal.signal(signal.SIGTERM, self._on_term)
         signal.signal(signal.SIGUSR1, self._on_drain)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGUSR1})  # a drain signal sent meanwhile lands now
 
     def _on_term(self, *_: object) -> None:
         self.stopping = True

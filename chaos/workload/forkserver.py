@@ -40,6 +40,9 @@ def _child(spec: dict[str, Any], log: str, server: int, server_fds: list[int]) -
         signal.set_wakeup_fd(-1)
         for sig in (signal.SIGCHLD, signal.SIGTERM, signal.SIGINT, signal.SIGUSR1):
             signal.signal(sig, signal.SIG_DFL)
+        # A drain signal (SIGUSR1) sent before the worker installed its handler would kill it
+        # (the default action): keep it pending until WorkerEnv takes it (chaos/workload/env.py).
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR1})
         for fd in server_fds:
             os.close(fd)
         for target, (path, flags) in enumerate([(os.devnull, os.O_RDONLY),

@@ -141,12 +141,16 @@ class RunResult:
     final_state: dict[str, dict]
     unknown_reasons: list[str] = field(default_factory=list)
     seed: int | None = None
+    # The framework's own parts that failed during the run (each names the component and
+    # carries its log tail); also among unknown_reasons. Any makes the verdict unknown.
+    rig_failures: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict:
         """The `per_run` element of `run --json`: seed, counts (flat), final state."""
         return {
             "run": self.run, "seed": self.seed, "verdict": self.verdict, **self.counts.as_dict(),
             "anomaly_counts": dict(self.anomaly_counts), "unknown_reasons": list(self.unknown_reasons),
+            "rig_failures": list(self.rig_failures),
             "final_state": self.final_state,
         }
 
@@ -161,6 +165,7 @@ class CellResult:
     anomalies: list[Anomaly]
     anomaly_counts: dict[str, int]
     unknown_reasons: list[str]
+    rig_failures: list[str] = field(default_factory=list)  # "run i: <component> ..." (RunResult's)
     # Filled in by the orchestrator (chaos.run.run_cell); a result built by summarize() alone
     # (the checker's own tests, a black-box session) leaves them at their defaults.
     run_root: Path | None = None              # the cell's directory of run dirs
@@ -214,6 +219,7 @@ class CellResult:
             "anomalies": [a.as_dict() for a in self.anomalies],
             "anomaly_counts": dict(self.anomaly_counts),
             "unknown_reasons": list(self.unknown_reasons),
+            "rig_failures": list(self.rig_failures),
             "expected": expected,
             "matches_expectation": matches,
             "mismatches": list(mismatches or []),
@@ -525,13 +531,24 @@ class _Anomalies:
 
 
 def check_run(history: list[dict], final: FinalState, *, run: int = 0,
-              unknown_reasons: Iterable[str] = (), seed: int | None = None) -> RunResult:
-    """Counts, anomalies and verdict of one run (pure: no I/O)."""
+              unknown_reasons: Iterable[str] = (), seed: int | None = None,
+              rig_failures: Iterable[str] = ()) -> RunResult:
+    """Counts, anomalies and verdict of one run (pure: no I/O).
+
+    `rig_failures` (the framework's own parts that failed) make the verdict unknown even
+    where the counts show a violation: what the rig broke is no evidence against a strategy.
+    """
     if not isinstance(final, FinalState):
         raise TypeError(f"check_run needs a chaos.checker.FinalState, got {type(final).__name__}; "
                         "build it with FinalState(rows=..., pending=..., ...)")
     with paused_gc():
-        return _check_run(history, final, run, list(unknown_reasons), seed)
+        result = _check_run(history, final, run, list(unknown_reasons), seed)
+    rig = list(rig_failures)
+    if rig:
+        result.rig_failures = rig
+        result.unknown_reasons += [r for r in rig if r not in result.unknown_reasons]
+        result.verdict = UNKNOWN
+    return result
 
 
 def _check_run(history: list[dict], final: FinalState, run: int, reasons: list[str],
@@ -770,7 +787,9 @@ def summarize(runs: list[RunResult]) -> CellResult:
     kept: list[Anomaly] = []
     kept_per_kind: dict[str, int] = defaultdict(int)
     reasons: list[str] = []
+    rig: list[str] = []
     for result in runs:
+        rig.extend(f"run {result.run}: {failure}" for failure in result.rig_failures)
         total = total + result.counts
         for kind, n in result.anomaly_counts.items():
             anomaly_counts[kind] += n
@@ -780,4 +799,5 @@ def summarize(runs: list[RunResult]) -> CellResult:
                 kept.append(anomaly)
         reasons.extend(f"run {result.run}: {reason}" for reason in result.unknown_reasons)
     return CellResult(counts=total, verdict=merge_verdicts(r.verdict for r in runs), runs=list(runs),
-                      anomalies=kept, anomaly_counts=dict(anomaly_counts), unknown_reasons=reasons)
+                      anomalies=kept, anomaly_counts=dict(anomaly_counts), unknown_reasons=reasons,
+                      rig_failures=rig)

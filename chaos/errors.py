@@ -6,7 +6,9 @@ what is wrong and how to fix it, as hypothesis's errors do, and is raised before
 starts, so nothing is left half-done by it.
 
     ChaosError
-     └── BadArguments   input the framework cannot act on (a spec, a parameter, a path)
+     ├── BadArguments   input the framework cannot act on (a spec, a parameter, a path)
+     └── RigFailure     the framework's own parts failed (a server, a proxy, the fork
+                        server): the verdict is `unknown` and no strategy is to blame
 """
 from __future__ import annotations
 
@@ -22,4 +24,14 @@ class BadArguments(ChaosError):
 
     Raised before any server, worker or run dir exists, so a bad spec leaves nothing
     behind. The CLI turns it into exit code 254; the pytest plugin into a usage error.
+    """
+
+
+class RigFailure(ChaosError):
+    """The rig could not vouch for a run: one of the framework's own parts (a server, the
+    proxy, the fork server, the orchestrator's connections) died, hung or could not be read
+    outside any configured fault. The message names the component and carries its log tail.
+
+    A pytest cell raises it (not AssertionError), so Allure shows the cell *broken*, apart
+    from a strategy that broke its expectation.
     """

@@ -18,6 +18,7 @@ from typing import Callable
 from chaos.cluster.binaries import pg_bin_dir
 from chaos.cluster.endpoint import Endpoint
 from chaos.cluster.errors import ServerStartError
+from chaos.cluster.health import Component, process_components
 from chaos.cluster.local_server import LocalServer, start_all
 from chaos.cluster.pg_template import bake_in_background, copy_template, ensure_template, is_baked
 from chaos.cluster.ports import HOST, free_port
@@ -91,6 +92,10 @@ class NativeCluster(Cluster):
                               "total_s": t_end - t0,
                               **{f"ready_{key}_s": proc.ready_s for key, proc in procs.items()}}
         return cluster
+
+    def components(self) -> list[Component]:
+        """Our server processes (proxy server, nodes, PostgreSQL, Sentinels): checked by pid."""
+        return process_components(self, self._procs)
 
     # -- backend hooks -----------------------------------------------------------------------
     def _node_pid(self, node: RedisNode) -> int | None:

@@ -22,7 +22,7 @@ import warnings
 import weakref
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import psycopg
 import redis
@@ -33,6 +33,9 @@ from chaos.cluster.database import DBNAME, FreshDatabase
 from chaos.cluster.redis_server import admin_client
 from chaos.cluster.rundirs import close_runs_dir, open_runs_dir
 from chaos.proxy.client import ToxiproxyClient
+
+if TYPE_CHECKING:
+    from chaos.cluster.health import Component
 
 LINKS = ("redis", "replica", "postgres", "replication")
 START_SYNC_TIMEOUT_S = 30.0     # generous: a loaded 2-core machine, and a replica's first full sync
@@ -349,6 +352,13 @@ class Cluster:
         self._start_node(node)
         if node.upstream != old:
             self._repoint(old, node.upstream)
+
+    # -- health (chaos/cluster/health.py) ------------------------------------------------------------
+    def components(self) -> list["Component"]:
+        """The servers and proxies this topology stands on, for ``health.rig_problems``; here
+        probed over the network (the servers are not our processes)."""
+        from chaos.cluster.health import endpoint_components
+        return endpoint_components(self)
 
     # -- backend hooks -----------------------------------------------------------------------------
     def _node_pid(self, node: RedisNode) -> int | None:

@@ -80,6 +80,10 @@ class Fault:
     name: ClassVar[str] = ""
     description: ClassVar[str] = ""
     params: ClassVar[tuple[Param, ...]] = ()
+    # Rig components (kinds or names of chaos/cluster/health.py: "redis", "sentinel", "postgres",
+    # "proxy", "Sentinel 2"...) this fault may kill or stop: the orchestrator does not count their
+    # death or stop as a rig failure in a run where this fault is configured. Workers never count.
+    takes_down: ClassVar[frozenset[str]] = frozenset()
 
     def __init__(self, **params: Any) -> None:
         self.values: dict[str, Any] = parse_params(f"fault {self.name!r}", self.params, params,

@@ -57,6 +57,7 @@ def confirm_replicating(cluster: Any, timeout_s: float = 5.0) -> float:
 
 class PromoteReplica(Fault):
     name = "promote-replica"
+    takes_down = frozenset({"redis"})   # kills the primary
     description = ("hold the replication link, SIGKILL the primary, REPLICAOF NO ONE on the "
                    "replica and repoint the clients' proxies at it")
     params = (

@@ -11,6 +11,7 @@ from faults.interface import Fault, FaultContext, FaultError
 
 class RedisRestart(Fault):
     name = "redis-restart"
+    takes_down = frozenset({"redis"})   # kills (or shuts down) the primary and starts it again
     description = "SIGKILL the Redis primary and start it again from its AOF (appendfsync everysec)"
     params = (
         Param("at_ms", 500, "when the primary is killed"),

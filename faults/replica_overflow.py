@@ -60,6 +60,7 @@ def repl_offset(cluster: Any, node: str) -> int | None:
 
 class ReplicaOverflow(Fault):
     name = "replica-overflow"
+    takes_down = frozenset({"redis"})   # SIGSTOPs the replica, then kills the primary
     description = ("stall the replica during a burst until its output buffer limit drops its link, "
                    "then fail over while it resyncs over a slow link")
     params = (

@@ -49,6 +49,7 @@ SENTINEL_EVENTS = re.compile(r"[+-](sdown|odown|try-failover|elected-leader|sele
 
 class SentinelFailover(Fault):
     name = "sentinel-failover"
+    takes_down = frozenset({"redis"})   # mode=kill kills the primary
     description = ("partition, kill or SENTINEL FAILOVER the primary (replication optionally held first); "
                    "Sentinel detects, elects and promotes the replica by itself (needs --topology sentinel)")
     params = (

@@ -5,6 +5,13 @@ Exit codes follow Jepsen's: 0 matches the expectation (or none is set), 1 mismat
 what is wrong and how to fix it, as hypothesis's errors do, and is raised before anything
 starts, so nothing is left half-done by it.
 
+Where bad input ends and a rig failure begins: whatever stops a run before its topology is
+up (arguments, variables, binaries, a backend, an endpoint that does not answer, a server
+that will not start) is bad input: exit 254, one line naming the fix, nothing left behind.
+Once the topology is up, a part of it that dies or hangs is a rig failure: verdict
+`unknown`, exit 2. Anything else is a framework bug: exit 255, one line naming the
+exception and the file that holds its traceback (chaos/cli/failures.py).
+
     ChaosError
      ├── BadArguments   input the framework cannot act on (a spec, a parameter, a path)
      └── RigFailure     the framework's own parts failed (a server, a proxy, the fork

@@ -3,17 +3,19 @@
 Each command module exposes ``add_parser(subparsers)`` (which registers its
 sub-parser and sets ``func``) and its ``func(args) -> int``. Exit codes follow
 Jepsen's: 0 matches the expectation (or none is set), 1 mismatch, 2 unknown,
-254 bad arguments, 255 internal error.
+254 bad arguments, 255 internal error. Whatever goes wrong prints one line, never a bare
+traceback (chaos/cli/failures.py).
 """
 from __future__ import annotations
 
 import argparse
 import importlib
 import sys
-import traceback
 
 from chaos.errors import (  # noqa: F401 - re-exported for the command modules
     EXIT_BAD_ARGS, EXIT_INTERNAL, EXIT_MISMATCH, EXIT_OK, EXIT_UNKNOWN, BadArguments)
+
+from chaos.cli import failures
 
 # One line per sub-command module (chaos/cli/<module>.py).
 COMMAND_MODULES = [
@@ -39,22 +41,30 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _check_topology_options(args: argparse.Namespace) -> None:
+    """run, matrix, cluster up: refuse an unknown server, bad topology parameters or a missing
+    Sentinel binary before anything starts (each a ClusterError naming the fix: bad input)."""
+    from chaos.cluster.errors import ClusterError
+    try:
+        if hasattr(args, "server"):
+            from chaos.cluster.servers import use_server
+            use_server(args.server)
+        if hasattr(args, "topology"):  # replica | sentinel[:k=v]
+            from chaos.cluster.sentinel import use_topology
+            use_topology(args.topology)
+    except ClusterError as exc:
+        raise BadArguments(str(exc)) from None
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        if hasattr(args, "server"):   # run, matrix, cluster up: refuse an unknown server before anything starts
-            from chaos.cluster.servers import use_server
-            use_server(args.server)
-        if hasattr(args, "topology"):  # replica | sentinel[:k=v]: bad parameters or no Sentinel binary refused here
-            from chaos.cluster.sentinel import use_topology
-            use_topology(args.topology)
+        _check_topology_options(args)
         return int(args.func(args) or 0)
     except BadArguments as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return EXIT_BAD_ARGS
+        return failures.bad_input(exc)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
-    except Exception:  # noqa: BLE001 - the contract is exit code 255 with the traceback
-        traceback.print_exc()
-        return EXIT_INTERNAL
+    except Exception as exc:  # noqa: BLE001 - a rig failure (2) or a crash (255): one line, traceback kept
+        return failures.failure(exc, args)

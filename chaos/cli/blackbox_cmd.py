@@ -22,6 +22,7 @@ from typing import Any
 from chaos.blackbox import expect
 from chaos.blackbox.config import load_config
 from chaos.blackbox.session import BlackBoxCell, preflight, run_blackbox
+from chaos.cli import failures
 from chaos.cli.options import runs_root
 from chaos.errors import EXIT_MISMATCH, EXIT_OK, EXIT_UNKNOWN, BadArguments
 
@@ -85,8 +86,6 @@ def exit_code(data: dict) -> int:
 
 def run_from_args(args: argparse.Namespace) -> int:
     """Start a topology, run the cell, print, return the exit code."""
-    from chaos.cluster import start_cluster
-
     config = load_config(args.worker_config)  # bad input: exit 254 before anything starts
     faults = _faults(args)
     preflight(args.worker_cmd, config, faults, args.runs)
@@ -95,8 +94,17 @@ def run_from_args(args: argparse.Namespace) -> int:
     say = (lambda line: None) if quiet else (lambda line: print(line, file=sys.stderr, flush=True))
     t0 = time.monotonic()
     run_root = runs_root(args) / f"blackbox-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}"
-    run_root.mkdir(parents=True)
-    cluster = start_cluster(args.backend, f"bb-{os.getpid()}-{uuid.uuid4().hex[:6]}")
+    try:
+        run_root.mkdir(parents=True)
+    except OSError as exc:
+        raise BadArguments(f"run dirs cannot go to {run_root.parent} ({exc.strerror or exc}): give a writable dir "
+                           "with --run-dir or $CHAOS_RUNS_DIR") from None
+    try:
+        cluster = failures.start_topology(args.backend, f"bb-{os.getpid()}-{uuid.uuid4().hex[:6]}")
+    except BaseException:
+        shutil.rmtree(run_root, ignore_errors=True)  # nothing ran: nothing to keep
+        raise
+    failures.crash_site.run_dir = run_root
     data: dict | None = None
     try:
         cell = run_blackbox(cluster, args.worker_cmd, config, faults=faults, runs=args.runs, seed=seed,

@@ -15,7 +15,7 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
-from chaos.errors import EXIT_INTERNAL, BadArguments
+from chaos.errors import EXIT_BAD_ARGS, EXIT_INTERNAL, BadArguments
 
 UP_TIMEOUT_S = 90.0
 DOWN_TIMEOUT_S = 30.0
@@ -64,13 +64,26 @@ def run_up(args: argparse.Namespace) -> int:
     deadline = time.monotonic() + UP_TIMEOUT_S
     while not path.exists():
         if proc.poll() is not None or time.monotonic() > deadline:
-            if proc.poll() is None:
-                proc.terminate()
-            tail = log.read_text(errors="replace")[-3000:]
-            print(f"error: cluster {args.name!r} did not come up; supervisor log {log}:\n{tail}", file=sys.stderr)
-            return EXIT_INTERNAL
+            return _not_up(args.name, proc, log)
         time.sleep(0.02)
     return run_status(args)
+
+
+def _not_up(name: str, proc: subprocess.Popen, log: Path) -> int:
+    """The supervisor exited (or hung): its one-line bad-configuration error (exit 254), else
+    one line naming its log, which holds the traceback (exit 255)."""
+    if proc.poll() is None:
+        proc.terminate()
+        proc.wait(DOWN_TIMEOUT_S)
+    lines = log.read_text(errors="replace").splitlines()
+    said = [line for line in lines if line.startswith("error: ")]
+    if proc.returncode == EXIT_BAD_ARGS and said:
+        log.unlink(missing_ok=True)
+        raise BadArguments(said[-1][len("error: "):])
+    last = next((line for line in reversed(lines) if line.strip()), "(no output)")
+    print(f"internal error: cluster {name!r} did not come up ({last.strip()}); the supervisor's log with "
+          f"the traceback: {log}", file=sys.stderr)
+    return EXIT_INTERNAL
 
 
 def run_status(args: argparse.Namespace) -> int:

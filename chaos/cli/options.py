@@ -27,4 +27,4 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
 
 def runs_root(args: argparse.Namespace) -> Path:
     """Where run dirs go: --run-dir, else $CHAOS_RUNS_DIR, else <tmp>/chaos-runs (not created here)."""
-    return Path(args.run_dir or os.environ.get(RUNS_ROOT_ENV) or Path(tempfile.gettempdir()) / "chaos-runs")
+    return Path(getattr(args, "run_dir", None) or os.environ.get(RUNS_ROOT_ENV) or Path(tempfile.gettempdir()) / "chaos-runs")

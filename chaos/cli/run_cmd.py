@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from chaos.cli import blackbox_cmd, options
+from chaos.cli import blackbox_cmd, failures, options
 from chaos.errors import EXIT_MISMATCH, EXIT_OK, EXIT_UNKNOWN, BadArguments
 from chaos.replay import reproduce_command
 
@@ -77,10 +77,32 @@ def run_one_cell(cluster: Any, preset: str, faults: list[str], parts: dict[str, 
     expected = _expectation(strategy, faults, parts)
     label = strategy.label()
     root = runs_root / f"{label.replace(':', '_').replace(',', '_')}-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}"
+    finished: list[Any] = []     # runs done so far: what --json prints if the framework crashes
+    result: list[Any] = []
+    show = Progress(label)
+
+    def progress(done: int, total: int, run: Any) -> None:
+        finished.append(run)
+        show(done, total, run)
+
+    def partial() -> dict | None:
+        from chaos.checker import summarize
+        cell = result[0] if result else (summarize(finished) if finished else None)
+        if cell is None:
+            return None
+        try:
+            again = reproduce_command(label, faults, parts, runs, seed, time_scale, backend)
+        except Exception:  # noqa: BLE001 - the object is printed without it
+            again = None
+        return cell.to_json(preset=label, fault="+".join(faults) or "none", runs=runs, seed=seed,
+                            time_scale=time_scale, run_dir=str(root), reproduce=again)
+
+    failures.crash_site.run_dir, failures.crash_site.cell_json = root, partial
     cell = run_cell(cluster, strategy, faults, runs=runs, seed=seed, time_scale=time_scale, run_root=root,
-                    keep_runs="always", progress=Progress(label),
+                    keep_runs="always", progress=progress,
                     trace=(lambda line: print(line, file=sys.stderr)) if trace else None,
                     raise_fault_errors=False)
+    result.append(cell)
     mismatches = expected.mismatches(cell) if expected is not None else []
     matches = not mismatches
     unknown = cell.verdict == "unknown"
@@ -94,6 +116,7 @@ def run_one_cell(cluster: Any, preset: str, faults: list[str], parts: dict[str, 
                        run_dir=str(root) if keep else None, reproduce=reproduce)
     out["throughput"] = [m.throughput for m in cell.metrics]
     out["notes"] = list(getattr(cell, "notes", None) or [])
+    failures.crash_site.cell_json = lambda: out     # a crash from here on still prints the whole object
     if keep:
         print(f"[{label}] {'unknown verdict' if unknown else 'MISMATCH'}: run dirs kept in {root}", file=sys.stderr)
         for text in mismatches:
@@ -110,13 +133,20 @@ def run_one_cell(cluster: Any, preset: str, faults: list[str], parts: dict[str, 
 
 
 def _start_cluster(backend: str | None) -> Any:
-    from chaos.cluster import start_cluster
-    return start_cluster(backend, f"cli-{os.getpid()}")
+    return failures.start_topology(backend, f"cli-{os.getpid()}")
 
 
 def _runs_root(args: argparse.Namespace) -> Path:
+    """The run dirs' root, made now: one that cannot be made is bad input, refused before a server starts."""
     root = options.runs_root(args)
-    root.mkdir(parents=True, exist_ok=True)
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        probe = root / f".writable-{os.getpid()}"
+        probe.touch()
+        probe.unlink()
+    except OSError as exc:
+        raise BadArguments(f"run dirs cannot go to {root} ({exc.strerror or exc}): give a writable dir with "
+                           f"--run-dir or ${options.RUNS_ROOT_ENV}") from None
     return root
 
 
@@ -130,6 +160,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     parts = _parts(args.part)
     _check_inputs(args.preset, args.fault or [], parts)
     root = _runs_root(args)
+    failures.crash_site.partial_json = lambda: failures.crash_site.cell_json and failures.crash_site.cell_json()
     with _start_cluster(args.backend) as cluster:
         out, code = run_one_cell(cluster, args.preset, args.fault or [], parts, runs, args.seed, scale,
                                  args.trace, args.backend, root)
@@ -176,6 +207,12 @@ def cmd_matrix(args: argparse.Namespace) -> int:
         _check_inputs(cell.preset, list(cell.faults), dict(cell.parts))
     root = _runs_root(args)
     cells, worst = [], EXIT_OK
+
+    def partial() -> dict:   # a crash still prints the cells that finished
+        return {"schema_version": 1, "topology": topology, "runs": runs, "seed": args.seed, "time_scale": scale,
+                "cells": list(cells), "skipped": skipped}
+
+    failures.crash_site.partial_json = partial
     with _start_cluster(args.backend) as cluster:
         for cell in planned:
             out, code = run_one_cell(cluster, cell.preset, list(cell.faults), dict(cell.parts), runs or cell.runs,

@@ -35,7 +35,7 @@ def check_backend(name: str | None) -> str:
     chosen = name or os.environ.get("CHAOS_BACKEND") or DEFAULT_BACKEND
     if chosen not in BACKENDS:
         raise UnknownBackend(f"unknown backend {chosen!r}: choose one of {', '.join(BACKENDS)} "
-                             f"(--chaos-backend or CHAOS_BACKEND)")
+                             f"(--backend, --chaos-backend or CHAOS_BACKEND)")
     return chosen
 
 

@@ -19,7 +19,9 @@ from pathlib import Path
 import psutil
 
 from chaos.cluster import start_cluster
+from chaos.cluster.errors import config_problem
 from chaos.cluster.rundirs import base_dir
+from chaos.errors import EXIT_BAD_ARGS
 
 STATE_DIR = ".cli"
 
@@ -67,9 +69,13 @@ def main(argv: list[str]) -> int:
     path = state_path(args.name)
     try:
         cluster = start_cluster(args.backend, f"cli-{args.name}")
-    except Exception:  # noqa: BLE001 - `up` shows this log
+    except Exception as exc:  # noqa: BLE001 - `up` shows this log
         traceback.print_exc()
-        return 1
+        problem = config_problem(exc)
+        if problem is None:
+            return 1
+        print(f"error: {problem}", flush=True)   # `up` prints this line: bad configuration, exit 254
+        return EXIT_BAD_ARGS
     try:
         state = SupervisorState(
             name=args.name, backend=cluster.backend, pid=os.getpid(),

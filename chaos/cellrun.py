@@ -5,6 +5,10 @@ scale, reports it to Allure and returns a CellRun: the result, each run's histor
 demand while the run dirs exist), the expectation from the table, and the summary row.
 The plugin's ``chaos_cell`` fixture (chaos/pytest_cells.py) wraps it and records the row
 for the terminal summary; chaos/pytest_rundirs.py removes a passing test's run dirs.
+
+Who is to blame when a cell does not pass: the strategy (AssertionError, EXPECTATION
+MISMATCH: Allure *failed*), the rig (RigFailure, RIG FAILURE: *broken*), or nobody can tell
+(UnknownVerdict, UNKNOWN: *broken*). reports/allurerc.json files each under its category.
 """
 from __future__ import annotations
 
@@ -13,11 +17,12 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from chaos.checker import CellResult
-from chaos.expectations import Expectation, assert_cell, expect, table
+from chaos.errors import RigFailure
+from chaos.expectations import Expectation, UnknownVerdict, assert_cell, expect, table
 from chaos.expectations.cells import Cell
 from chaos.history import read_history
 from chaos.report.allure_cell import report_cell
-from chaos.report.rows import cell_row
+from chaos.report.rows import UNKNOWN_OUTCOME, cell_row, headline
 
 LOOK_UP = True   # `expected=LOOK_UP`: the expectation table's row for the cell's exact parameters
 
@@ -58,12 +63,47 @@ class CellRun:
     def fault(self) -> str:
         return "+".join(self.cell.faults) or "none"
 
+    @property
+    def outcome(self) -> str:
+        """`match`, `mismatch`, `rig`, `unknown` or `none` (chaos.report.rows)."""
+        return self.row["outcome"]
+
+    def vouch(self) -> None:
+        """Raise RigFailure when the rig could not vouch for the runs (a server, the proxy or
+        the fork server died, hung or could not be reached outside a configured fault): their
+        figures say nothing about the strategy, judged or not. The message names each
+        component and what happened to it, then carries its log tail."""
+        failures = self.result.rig_failures
+        if not failures:
+            return
+        detail = "\n".join(f"  {line}" for failure in failures for line in str(failure).splitlines())
+        raise RigFailure(
+            f"RIG FAILURE: {self.label}: {'; '.join(headline(f) for f in failures)}\n"
+            f"The framework's own parts failed during the runs: verdict unknown, no strategy is to blame.\n"
+            f"{detail}\n{self._measured()}\nrun dirs: {self.run_root}")
+
+    @property
+    def label(self) -> str:
+        return f"{self.cell.preset} x {self.fault}"
+
+    def _measured(self) -> str:
+        return f"measured over {self.result.run_count} runs, verdict {self.result.verdict}: {self.figures()}"
+
     def check(self) -> None:
         """Assert the cell against its expectation, every measured figure and the run dirs in
-        the message; a cell without a row fails with EXPECTATION MISSING (unless expected=False)."""
+        the message; a cell without a row fails with EXPECTATION MISSING (unless expected=False).
+
+        Not every failure is the strategy's: a rig failure raises RigFailure (see `vouch`),
+        an unknown verdict the row does not allow raises UnknownVerdict (the runs could not
+        tell, e.g. a worker died outside a fault or the drain stalled); both are *broken* in
+        Allure, apart from a mismatch (AssertionError, *failed*)."""
         self.checked = True
+        self.vouch()
         if not self.judged:
             return
+        if self.expectation is not None and self.outcome == UNKNOWN_OUTCOME:
+            reasons = "; ".join(self.result.unknown_reasons) or "no reason recorded"
+            raise UnknownVerdict(f"UNKNOWN: {self.label}: {reasons}\n{self._measured()}\nrun dirs: {self.run_root}")
         try:
             assert_cell(self.result, self.expectation, preset=self.cell.preset, fault=self.fault)
         except AssertionError as exc:

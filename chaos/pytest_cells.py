@@ -8,7 +8,9 @@ runs the cell on this worker's cluster with the session's runs, seed and time sc
 reports it to Allure, asserts the expectation table's row for it, records its summary row
 (report.user_properties, so xdist workers hand it to the controller). chaos/pytest_rundirs.py
 removes a passing test's run dirs and names a failing test's. The controller (or the only
-process, without xdist) collects the rows from the test reports.
+process, without xdist) collects the rows from the test reports. Below the table, one line
+per cell no strategy is to blame for: ``RIG BROKE`` (the component and what happened to it)
+or ``COULD NOT TELL`` (the runs' unknown reasons).
 """
 from __future__ import annotations
 
@@ -22,7 +24,7 @@ import pytest
 from chaos.cellrun import LOOK_UP, CellRun, as_cell, run
 from chaos.expectations import Expectation
 from chaos.expectations.cells import Cell
-from chaos.report.rows import table_lines, write_summary
+from chaos.report.rows import blame_lines, table_lines, write_summary
 
 ROW_PROPERTY = "chaos_cell"   # the name of a summary row in report.user_properties
 
@@ -63,6 +65,7 @@ class CellRunner:
                       area=suite_area(self._item), histories=histories)
         self._item.stash.setdefault(_OUTCOMES, []).append(outcome)
         self._item.user_properties.append((ROW_PROPERTY, outcome.row))
+        outcome.vouch()       # a rig failure: RigFailure now, before the test reads figures that say nothing
         if check:
             outcome.check()
         return outcome
@@ -138,6 +141,15 @@ class CellSummary:
             terminalreporter.write_sep("=", f"chaos cells: {len(rows)}")
             for line in table_lines(rows):
                 terminalreporter.write_line(line)
+            blamed = blame_lines(rows)
+            rig = sum(line.startswith("RIG BROKE") for line in blamed)
+            if blamed:
+                terminalreporter.write_line(
+                    f"chaos: no strategy is to blame for {len(blamed)} cell(s): the rig broke in {rig}, "
+                    f"the runs could not tell in {len(blamed) - rig} (verdict unknown; run dirs kept)")
+            for line in blamed:
+                terminalreporter.write_line(line, red=line.startswith("RIG"), yellow=not line.startswith("RIG"),
+                                            bold=True)
         if self.write_error is not None:
             terminalreporter.write_line(f"ERROR {self.write_error}", red=True, bold=True)
         elif self.path is not None:

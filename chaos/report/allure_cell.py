@@ -19,6 +19,7 @@ from typing import Any
 from chaos.cluster.servers import ENV as SERVER_ENV
 from chaos.checker import INVALID, LOST, REORDERED, UNEXPECTED, UNKNOWN, VALID, WRONG_FINAL_STATE, CellResult
 from chaos.history import HistoryError, format_history, history_dir, read_history
+from chaos.report.rows import headline
 
 MAX_RUNS_ATTACHED = 3
 MAX_TEXT_CHARS = 1_000_000  # per text attachment: a 10^5-event history is ~80 MB of text
@@ -145,6 +146,8 @@ def report_cell(result: CellResult, *, area: str, preset: str, fault: str, parts
     allure.dynamic.story("+".join(f.partition(":")[0] for f in _fault_specs(fault)) or "none")
     allure.dynamic.severity(allure.severity_level(severity(result)))
     allure.dynamic.tag(result.verdict)
+    if result.rig_failures:
+        allure.dynamic.tag("rig-failure")
     server = os.environ.get(SERVER_ENV, "")
     if server and server != "redis":  # another server's results get their own history, not retries of Redis's
         shown = {**shown, "server": server}
@@ -161,6 +164,9 @@ def _cell_contents(result: CellResult, obj: dict, histories: list[list[dict]] | 
     _phase_steps(result, as_expected=as_expected)
     allure.attach(json.dumps(obj, indent=2, default=str), name="cell.json",
                   attachment_type=allure.attachment_type.JSON)
+    if result.rig_failures:  # each component's log tail, as the rig found it
+        allure.attach("\n\n".join(result.rig_failures) + "\n", name="rig failures.txt",
+                      attachment_type=allure.attachment_type.TEXT)
     _attach_runs(result, histories)
 
 
@@ -219,7 +225,11 @@ def _description(obj: dict) -> str:
         lines.append(f"* {text}")
     for note in obj.get("notes") or []:
         lines += ["", f"Note: {note}"]
-    for reason in (obj.get("unknown_reasons") or [])[:5]:
+    rig = list(obj.get("rig_failures") or [])
+    for failure in rig:
+        lines += ["", f"**Rig broke** (no strategy is to blame): {headline(failure)}"]
+    heads = {headline(f) for f in rig}
+    for reason in [r for r in obj.get("unknown_reasons") or [] if headline(r) not in heads][:5]:
         lines += ["", f"Unknown: {reason}"]
     if obj.get("reproduce"):
         lines += ["", "Replay:", "", f"    {obj['reproduce']}"]
@@ -258,6 +268,8 @@ def _phase_steps(result: CellResult, as_expected: bool) -> None:
             stop = time.monotonic()
             start = stop - (getattr(m, "wall_s", 0.0) or 0.0)
         figures = f"lost {run.counts.lost}, duplicated {run.counts.duplicated}, reordered {run.counts.reordered}"
+        if run.rig_failures:
+            figures = "rig broke: " + "; ".join(headline(f) for f in run.rig_failures)
         run_step = TestStepResult(name=f"run {run.run} (seed {run.seed}): {run.verdict}; {figures}",
                                   start=ms(start), parameters=[Parameter(name="seed", value=str(run.seed))])
         run_uuid = uuid.uuid4().hex

@@ -1,8 +1,11 @@
 """Allure categories: which anomaly failed a cell test, for Allure 2 and Allure 3 alike.
 
 The failure messages of `chaos.expectations.assert_cell` carry a tag per failed bound
-(`[LOST: 3]`, `[MISSING_REORDERED]`, ...) and an unknown verdict raises `UnknownVerdict`
-(`UNKNOWN: ...`, a *broken* test, not a failed one). The rules below match on those tags,
+(`[LOST: 3]`, `[MISSING_REORDERED]`, ...). A cell no strategy is to blame for is a *broken*
+test, not a failed one, in one of two "Unknown verdict" categories (named alike so they sit
+together, apart so a team sees which): the rig broke (`RIG FAILURE: <component> ...` from
+`chaos.errors.RigFailure`, or a fault that did not heal, `FaultError: ...`) or the runs could
+not tell (`UNKNOWN: ...` from `UnknownVerdict`). The rules below match on those tags,
 first match wins, so they are ordered by severity. The regexes are written
 `[\\s\\S]*TAG[\\s\\S]*` so they match both where the engine anchors them at both ends
 (Allure 2: Java's `matches()`) and where it searches (Allure 3: JavaScript's `test()`),
@@ -26,7 +29,9 @@ def _rule(name: str, tag_regex: str, statuses: tuple[str, ...] = ("failed",)) ->
 
 
 CATEGORIES: list[dict] = [
-    _rule("Unknown verdict: the rig could not vouch for the run (worker died, fault did not heal, drain timed out)",
+    _rule("Unknown verdict: the rig broke (a server, the proxy or the fork server failed, or a fault did not "
+          "heal): no strategy is to blame", r"(RIG FAILURE: |FaultError: )", ("broken", "failed")),
+    _rule("Unknown verdict: the runs could not tell (a worker died outside a fault, the drain stalled)",
           r"UNKNOWN: ", ("broken", "failed")),
     _rule("Lost events", r"\[LOST: [1-9]"),
     _rule("Wrong final state", r"\[WRONG_(FINAL_STATE_RUNS|KEYS): [1-9]"),

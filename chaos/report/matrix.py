@@ -9,8 +9,10 @@ the table has no row for.
 
 The page lays each area out like the README's expectation table, one line per cell with
 its figures, colour by what matters: a cell that behaved as its row says is green (also a
-known-broken strategy that broke), a mismatch red, an unknown verdict grey, a cell without
-a row white; then the coverage grid, so what is not covered is visible.
+known-broken strategy that broke), a mismatch (the strategy broke) red, a rig failure (the
+framework's own parts broke: the component and what happened to it) orange, an unknown
+verdict (the runs could not tell) grey, a cell without a row white; then the coverage grid,
+so what is not covered is visible.
 """
 from __future__ import annotations
 
@@ -31,7 +33,8 @@ EXTRA_KEYS = ("published", "redelivered", "recovered", "dlq", "unexpected", "uns
 DEFAULT_RUNS = 3  # a row whose area module does not say how many runs its cell takes
 # Faults that only work on another topology than the default replica one (see docs/cluster.md).
 FAULT_TOPOLOGY = {"sentinel-failover": "sentinel"}
-STATUS_TEXT = {"match": "matches", "mismatch": "MISMATCH", "unknown": "unknown", "none": "no row"}
+STATUS_TEXT = {"match": "matches", "mismatch": "MISMATCH", "rig": "RIG BROKE", "unknown": "unknown",
+               "none": "no row"}
 
 
 @dataclass(frozen=True)
@@ -177,6 +180,7 @@ def expected_text(expected: Any) -> str | None:
 def matrix_cell(out: Mapping[str, Any], *, area: str, expected: Any, parts: Mapping[str, str] | None = None) -> dict:
     """The summary row (seam R keys) of a cell from its `run --json` object, plus EXTRA_KEYS."""
     from chaos.expectations.table import cell_name
+    from chaos.report.rows import headline, outcome
     fault = out.get("fault") or "none"
     preset_name, fault_name, params = cell_name(str(out["preset"]), None if fault == "none" else fault.split("+"))
     params.update({str(k): str(v) for k, v in (parts or out.get("parts") or {}).items()})
@@ -189,6 +193,10 @@ def matrix_cell(out: Mapping[str, Any], *, area: str, expected: Any, parts: Mapp
         "match": None if expected is None else bool(out.get("matches_expectation")),
         "wall_s": None if wall is None else round(float(wall), 3),
     }
+    rig = list(out.get("rig_failures") or [])
+    row["outcome"] = outcome(verdict=out.get("verdict"), rig_failures=rig, expected=expected, match=row["match"])
+    row["rig_failures"] = [headline(f) for f in rig]
+    row["unknown_reasons"] = list(out.get("unknown_reasons") or [])
     row.update({k: out[k] for k in EXTRA_KEYS if k in out})
     return row
 
@@ -204,7 +212,8 @@ th, td { border: 1px solid #bdbdbd; padding: 4px 7px; vertical-align: top; font-
 th { background: #eeeeee; text-align: left; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; }
 tr.match td { background: #e8f5e9; } tr.mismatch td { background: #ffebee; }
-tr.unknown td { background: #eeeeee; } tr.none td { background: #ffffff; }
+tr.unknown td { background: #eeeeee; } tr.none td { background: #ffffff; } tr.rig td { background: #fff3e0; }
+tr.rig .status { color: #e65100; } .rigwhy { color: #bf360c; font-size: 12px; }
 .status { font-weight: 600; white-space: nowrap; } tr.mismatch .status { color: #c62828; }
 tr.match .status { color: #2e7d32; } tr.unknown .status { color: #616161; }
 .small { color: #424242; font-size: 12px; } code { font-size: 12px; }
@@ -222,13 +231,10 @@ NUMERIC = {"runs", "lost", "duplicated", "reordered", "pending_left"}
 
 
 def cell_status(cell: Mapping[str, Any]) -> str:
-    """`match`, `mismatch`, `unknown` (the runs cannot vouch) or `none` (no row)."""
-    if cell.get("verdict") == "unknown":
-        return "unknown"
-    match = cell.get("match", cell.get("matches_expectation") if cell.get("expected") is not None else None)
-    if cell.get("expected") is None or match is None:
-        return "none"
-    return "match" if match else "mismatch"
+    """`match`, `mismatch` (the strategy broke), `rig` (the rig broke), `unknown` (the runs
+    could not tell) or `none` (no row): the row's ``outcome`` (chaos.report.rows)."""
+    from chaos.report.rows import cell_outcome
+    return cell_outcome(cell)
 
 
 def split_params(cell: Mapping[str, Any]) -> tuple[dict[str, str], dict[str, dict[str, str]], dict[str, str]]:
@@ -257,6 +263,7 @@ def _spec_html(name: str, params: Mapping[str, str]) -> str:
 
 
 def _row_html(cell: Mapping[str, Any]) -> str:
+    from chaos.report.rows import headline
     status = cell_status(cell)
     own, per_fault, parts = split_params(cell)
     tds = []
@@ -268,8 +275,11 @@ def _row_html(cell: Mapping[str, Any]) -> str:
                     + "</ul>"
             for note in cell.get("notes") or []:
                 extra += f'<div class="small">note: {html.escape(str(note))}</div>'
-            for reason in (cell.get("unknown_reasons") or [])[:3]:
-                extra += f'<div class="small">{html.escape(str(reason))}</div>'
+            for failure in cell.get("rig_failures") or []:
+                extra += f'<div class="rigwhy">rig: {html.escape(str(failure))}</div>'
+            rig_heads = set(cell.get("rig_failures") or [])
+            for reason in [r for r in cell.get("unknown_reasons") or [] if headline(r) not in rig_heads][:3]:
+                extra += f'<div class="small">{html.escape(headline(reason))}</div>'
             if cell.get("run_dir"):
                 extra += f'<div class="small">run dir: <code>{html.escape(str(cell["run_dir"]))}</code></div>'
             tds.append(f'<td><span class="status">{STATUS_TEXT[status]}</span>{extra}</td>')
@@ -337,6 +347,7 @@ def render_matrix(cells: Iterable[Mapping[str, Any]], title: str = "Chaos matrix
                   coverage_info: Mapping[str, Any] | None = None,
                   skipped: list[Mapping[str, Any]] | None = None) -> str:
     """The whole page as a string: a table per area (in first-seen order), then coverage."""
+    from chaos.report.rows import blame_summary
     cells = [dict(c) for c in cells]
     for cell in cells:
         if "preset" not in cell:
@@ -356,13 +367,17 @@ def render_matrix(cells: Iterable[Mapping[str, Any]], title: str = "Chaos matrix
         sections.append(f'<h2 id="area-{html.escape(area)}">{html.escape(area)} <span class="small">'
                         f"({len(members)} cells: {counts})</span></h2>\n<table><tr>{head}</tr>\n"
                         + "\n".join(_row_html(c) for c in members) + "\n</table>\n")
-    summary = ", ".join(f"{tally.get(k, 0)} {STATUS_TEXT[k]}" for k in STATUS_TEXT)
+    summary = ", ".join(f"{tally.get(k, 0)} {STATUS_TEXT[k]}" for k in STATUS_TEXT
+                        if k != "rig" or tally.get(k))      # a rig failure is named when there is one
     return (
         f"<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>{html.escape(title)}</title>"
         f"<style>{STYLE}</style></head><body>\n<h1>{html.escape(title)}</h1>\n"
         f"<p>{len(cells)} cells: {summary}. Generated {time.strftime('%Y-%m-%d %H:%M:%S %Z')}.</p>\n"
+        f'<p class="blame"><b>{html.escape(blame_summary(tally))}</b></p>\n'
         '<p class="legend"><span style="background:#e8f5e9">behaved as its row says</span>'
-        '<span style="background:#ffebee">mismatch</span><span style="background:#eeeeee">unknown verdict</span>'
+        '<span style="background:#ffebee">mismatch: the strategy broke</span>'
+        '<span style="background:#fff3e0">rig broke: no strategy is to blame</span>'
+        '<span style="background:#eeeeee">unknown verdict: the runs could not tell</span>'
         '<span>no row in the expectation table</span> Hover a line for the command that replays it.</p>\n'
         + "".join(sections) + (_skipped_html(skipped) if skipped else "")
         + (_coverage_html(coverage_info) if coverage_info else "") + "</body></html>\n"

@@ -18,10 +18,16 @@ Each shard of the nightly run (``pytest --chaos-shard K/N``) leaves a directory:
   ``allure2-history/`` (Allure 2's ``history/``), ``durations.json`` (balances the shards).
   ``--history`` takes the previous night's ``state/``.
 
-Exit status: 0 every cell behaved as its expectation says and the report was generated;
-1 a cell left its expectation (or its verdict is unknown) or a shard wrote no summary;
+Exit status, which tells "strategy broke" from "rig broke" (docs/nightly.md):
+0 every cell behaved as its expectation says and the report was generated;
+1 the strategy broke: a cell left its expectation (a mismatch), whatever else happened;
+2 no mismatch, but the rig broke in a cell (a server, the proxy or the fork server failed
+outside a fault), a cell's runs could not tell (an unknown verdict its row does not allow),
+or a shard wrote no summary (its cells are not known);
 3 the cells are fine but no report could be generated (no Allure CLI: the message says how
 to get one; results, summary and matrix are written all the same); 254 bad arguments.
+``summary.json`` carries the counts of each outcome (``outcomes``: match, mismatch, rig,
+unknown, none) beside the cells.
 """
 from __future__ import annotations
 
@@ -37,7 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-from chaos.errors import EXIT_BAD_ARGS, EXIT_MISMATCH, EXIT_OK, BadArguments
+from chaos.errors import EXIT_BAD_ARGS, EXIT_MISMATCH, EXIT_OK, EXIT_UNKNOWN, BadArguments
 
 EXIT_NO_REPORT = 3
 SUMMARY_SCHEMA = 1
@@ -76,19 +82,37 @@ class Merged:
     out: Path
     cells: list[dict]
     shards: list[Shard]
-    failing: list[dict]
+    failing: list[dict]                     # the strategy broke: cells that left their expectation
     missing_summaries: list[str]
     foreign: list[str]
     report: Path | None
     allure: str | None                      # "3", "2" or None when no report was generated
     history_carried: bool
     messages: list[str]
+    rig: list[dict] = field(default_factory=list)          # the rig broke (no strategy is to blame)
+    unknown: list[dict] = field(default_factory=list)      # the runs could not tell
 
     @property
     def exit_code(self) -> int:
-        if self.failing or self.missing_summaries:
+        if self.failing:
             return EXIT_MISMATCH
+        if self.rig or self.unknown or self.missing_summaries:
+            return EXIT_UNKNOWN
         return EXIT_OK if self.report is not None else EXIT_NO_REPORT
+
+    @property
+    def night(self) -> str:
+        """The night in a few words, strategy regressions first."""
+        if self.failing:
+            return (f"STRATEGY BROKE: {len(self.failing)} cell(s) left their expectation"
+                    + (f" (and the rig broke in {len(self.rig)})" if self.rig else ""))
+        if self.rig:
+            return f"RIG BROKE in {len(self.rig)} cell(s), no strategy regression: fix the rig, then rerun"
+        if self.unknown or self.missing_summaries:
+            return "COULD NOT TELL: " + ", ".join(
+                ([f"{len(self.unknown)} cell(s) with an unknown verdict"] if self.unknown else [])
+                + ([f"{len(self.missing_summaries)} shard(s) wrote no summary"] if self.missing_summaries else []))
+        return "every cell behaved as its row says"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -202,10 +226,9 @@ def ci_executor(env: Mapping[str, str]) -> dict[str, Any] | None:
 
 
 def left_expectation(cell: Mapping[str, Any]) -> bool:
-    """A cell that fails the night: it mismatched its row, or its runs could not vouch for it."""
-    if cell.get("match") is False:
-        return True
-    return cell.get("verdict") == "unknown" and cell.get("match") is not True
+    """A cell whose strategy broke: it mismatched its row (not a rig failure, not an unknown verdict)."""
+    from chaos.report.rows import MISMATCH, cell_outcome
+    return cell_outcome(cell) == MISMATCH
 
 
 def merge_durations(shards: Sequence[Shard], previous: Path | None) -> dict[str, float]:
@@ -324,12 +347,15 @@ def merge(shard_dirs: Iterable[Path], out: Path, *, history: Path | None = None,
     foreign = merge_results(shards, results)
 
     cells = [cell for shard in shards for cell in (shard.cells or [])]
-    from chaos.report.rows import summary_json
-    doc = {**summary_json(cells), "shards": {s.name: len(s.cells or []) for s in shards}}
+    from chaos.report.rows import RIG, UNKNOWN_OUTCOME, cell_outcome, outcome_counts, summary_json
+    doc = {**summary_json(cells), "shards": {s.name: len(s.cells or []) for s in shards},
+           "outcomes": outcome_counts(cells)}
     (out / SUMMARY).write_text(json.dumps(doc, indent=2, default=str) + "\n")
     _write_matrix(cells, out / "matrix.html", title, len(shards))
     missing = [s.name for s in shards if s.cells is None]
     failing = [c for c in cells if left_expectation(c)]
+    rig = [c for c in cells if cell_outcome(c) == RIG]
+    unknown = [c for c in cells if cell_outcome(c) == UNKNOWN_OUTCOME]
 
     state = out / "state"
     state.mkdir(exist_ok=True)
@@ -364,7 +390,7 @@ def merge(shard_dirs: Iterable[Path], out: Path, *, history: Path | None = None,
         messages.append(f"left out {len(foreign)} file(s) that are not Allure results: {', '.join(foreign[:5])}"
                         + (" ..." if len(foreign) > 5 else ""))
     return Merged(out, cells, shards, failing, missing, foreign, report, cli.major if report else None,
-                  carried, messages)
+                  carried, messages, rig, unknown)
 
 
 def _write_matrix(cells: list[dict], path: Path, title: str, shard_count: int) -> None:
@@ -378,28 +404,31 @@ def _write_matrix(cells: list[dict], path: Path, title: str, shard_count: int) -
 
 def describe(result: Merged) -> str:
     """What the merge says on stdout: the totals, each cell that left its expectation, notes."""
-    from chaos.report.rows import table_lines
+    from chaos.report.rows import blame_lines, table_lines
     lines = table_lines(result.cells) if result.cells else []
     lines.append(f"merged {len(result.shards)} shards: {len(result.cells)} cells, "
-                 f"{len(result.failing)} left their expectation -> {result.out}")
+                 f"{len(result.failing)} left their expectation (strategy broke), {len(result.rig)} rig broke, "
+                 f"{len(result.unknown)} could not tell -> {result.out}")
     for cell in result.failing:
         figures = " ".join(f"{k}={cell.get(k)}" for k in ("lost", "duplicated", "reordered",
                                                            "wrong_final_state_runs", "pending_left"))
         lines.append(f"  LEFT ITS EXPECTATION: {cell.get('area')} {cell.get('preset')} x {cell.get('fault')} "
                      f"{cell.get('params') or ''} verdict={cell.get('verdict')} {figures} "
                      f"(expected: {cell.get('expected')})")
+    lines += [f"  {line}" for line in blame_lines(result.rig + result.unknown)]
     if result.report is not None:
         lines.append(f"Allure {result.allure} report: {result.report / 'index.html'}"
                      + (" (history carried over)" if result.history_carried else ""))
     lines.append(f"matrix: {result.out / 'matrix.html'}; next night's --history: {result.out / 'state'}")
-    return "\n".join(lines + result.messages)
+    return "\n".join(lines + result.messages + [f"night: {result.night} (exit {result.exit_code})"])
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m chaos.report.merge",
         description="Merge nightly shards (each a directory with allure-results/ and summary.json) into one "
-                    "Allure report and one matrix; exit 1 when a cell left its expectation.")
+                    "Allure report and one matrix; exit 1 when a cell left its expectation (strategy broke), "
+                    "2 when the rig broke or a cell could not tell (and no cell left its expectation).")
     parser.add_argument("shards", nargs="+", type=Path, metavar="SHARD_DIR", help="one directory per shard")
     parser.add_argument("--out", type=Path, required=True, metavar="DIR",
                         help="where allure-results/, allure-report/, summary.json, matrix.html and state/ go")

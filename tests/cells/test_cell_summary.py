@@ -54,7 +54,7 @@ def table(stdout: str) -> list[list[str]]:
 
 
 EXPECTED_TABLE = [
-    ["area", "preset", "fault", "runs", "lost", "dup", "reord", "wrong", "pending", "verdict", "expected", "match"],
+    ["area", "preset", "fault", "runs", "lost", "dup", "reord", "wrong", "pending", "verdict", "expected", "result"],
     ["ordering", "baseline", "none", "2", "0", "0", "2", "2/2", "0", "invalid"],
     ["ordering", "s1", "none", "2", "0", "0", "0", "0/2", "0", "valid"],
 ]
@@ -81,6 +81,7 @@ def test_the_table_and_the_json_list_every_cell(tmp_path, private_base, workers)
         assert set(ROW_KEYS) <= set(cell), cell
         assert cell["area"] == "ordering" and cell["fault"] == "none" and cell["runs"] == 2 and cell["params"] == {}
         assert cell["match"] is True and cell["wall_s"] > 0 and cell["test"].endswith(("holds", "every_run"))
+        assert cell["outcome"] == "match" and cell["rig_failures"] == []
     assert baseline["preset"] == "baseline" and baseline["wrong_final_state_runs"] == 2
     assert baseline["verdict"] == "invalid" and "wrong_final_state_runs == runs" in baseline["expected"]
     assert s1["preset"] == "s1" and s1["verdict"] == "valid" and s1["wrong_final_state_runs"] == 0
@@ -104,7 +105,8 @@ def test_a_mismatching_cell_shows_NO_and_keeps_its_run_dirs(tmp_path, private_ba
     # A cell run with check=False whose expectation the test never asserted errors the test.
     assert "ran with check=False and its expectation was never asserted" in run.stdout
     cells = json.loads(summary.read_text())["cells"]
-    assert [c["match"] for c in cells] == [True, False] or [c["match"] for c in cells] == [False, True]
+    assert sorted((c["match"], c["outcome"]) for c in cells) == [(False, "mismatch"), (True, "match")]
+    assert "RIG BROKE" not in run.stdout and "COULD NOT TELL" not in run.stdout
 
 
 @pytest.mark.parametrize("where, message", [
@@ -144,3 +146,4 @@ def test_the_table_shows_each_fault_with_its_own_parameters_and_the_replaced_par
     assert cells[1:3] == ["baseline:respawn=1 +workload",
                           "kill-consumer+publish-blip:duration_ms=800+promote-replica:after_entries=500"], line
     assert cells[3:] == ["1", "3", "0", "0", "1/1", "0", "invalid", "(no row)", "-"], line
+

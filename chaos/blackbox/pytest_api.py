@@ -13,7 +13,8 @@ expect=None)`` runs the consumer on the test's freshly reset ``cluster`` and ret
 black-box figures, ``.runs``). The marker gives defaults for command and config;
 ``config`` is a path to the TOML file or the same structure as a dict. ``expect``
 (merged over the config's ``[expect]``) raises AssertionError naming each broken bound,
-and ``UnknownVerdict`` when the runs cannot vouch for themselves. Runs, seed and time
+``UnknownVerdict`` when the runs cannot vouch for themselves, and ``RigFailure`` (chaos.errors)
+when a server or proxy of the topology died or hung: the rig's failure, not the consumer's. Runs, seed and time
 scale come from ``--chaos-seed`` and ``--chaos-time-scale``; ``--chaos-runs`` overrides the
 test's ``runs`` (default 1); the workers run
 in the pytest root directory.
@@ -29,6 +30,7 @@ import pytest
 from chaos.blackbox import expect as expectations
 from chaos.blackbox.config import WorkerConfig, load_config, parse_config
 from chaos.blackbox.session import BlackBoxCell, run_blackbox
+from chaos.errors import RigFailure
 from chaos.expectations.table import UnknownVerdict
 
 MARKER = "blackbox(command, config): the consumer command and worker config the `blackbox` fixture runs"
@@ -77,6 +79,8 @@ def blackbox(request: pytest.FixtureRequest, cluster: Any, chaos_options: Any) -
                             time_scale=time_scale or _option(chaos_options, "time_scale", 1.0),
                             reset=not first[0], cwd=root)
         first[0] = False
+        if cell.cell.rig_failures:     # the rig broke, not the consumer: Allure shows the test broken
+            raise RigFailure("the rig failed: " + "\n".join(cell.cell.rig_failures))
         if cell.cell.verdict == "unknown":
             raise UnknownVerdict("; ".join(cell.cell.unknown_reasons))
         mismatches = expectations.check(bounds, cell.cell, cell.extra)

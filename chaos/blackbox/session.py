@@ -7,6 +7,12 @@ the framework's producer and the faults together, let the workers drain, stop th
 read effects and Redis state, remove the triggers (and prove the schema is as it was),
 then check. A worker that exits at once, never connects or never writes anything ends
 the run with verdict ``unknown`` and its exit code and output tail as the reason.
+
+The rig vouches for itself: while the producer runs and the workers drain, and once more
+before the check, every server and proxy of the topology is checked
+(chaos/cluster/health.py). One that died or hangs outside what a configured fault may take
+down ends the run at once with verdict ``unknown``, the component named in ``rig_failures``
+with its log tail, and no further run of the cell is started (the topology is broken).
 """
 from __future__ import annotations
 
@@ -36,12 +42,47 @@ from chaos.blackbox.workers import WorkerPool, parse_command, tail
 from chaos.checker import CellResult, FinalState, check_run, summarize
 from chaos.errors import BadArguments
 from chaos.cluster import spawner
+from chaos.cluster.health import rig_problems
 from chaos.cluster.rundirs import runs_dir
 from chaos.history import history_dir, read_history
 from faults.interface import FaultError, Plan
 
 PRODUCER = "P-order"
 SETTLE_S = 0.6  # effects unchanged this long, with nothing pending or undelivered: drained
+RIG_CHECK_S = 0.5  # how often the topology's health is checked while the run waits
+
+
+class RigBroken(Exception):
+    """A server or proxy of the topology died or hangs: the run stops and cannot be judged."""
+
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__("; ".join(p.splitlines()[0] for p in problems))
+        self.problems = problems
+
+
+class RigWatch:
+    """The topology's health (``rig_problems``), checked at most every RIG_CHECK_S while
+    waiting; the components the configured faults may take down are spared."""
+
+    def __init__(self, cluster: Any, faults: list[Any]) -> None:
+        self.cluster = cluster
+        self.spared: set[str] = set().union(*(getattr(f, "takes_down", frozenset()) for f in faults))
+        self.checked = 0.0
+
+    def problems(self) -> list[str]:
+        self.checked = time.monotonic()
+        try:
+            return rig_problems(self.cluster, self.spared)
+        except Exception as exc:  # noqa: BLE001 - a topology that cannot even list its parts is broken
+            return [f"topology {getattr(self.cluster, 'name', '?')}: its health could not be read: "
+                    f"{type(exc).__name__}: {exc}"]
+
+    def check(self, force: bool = False) -> None:
+        """RigBroken when a component is not sound (checked now if due or ``force``)."""
+        if force or time.monotonic() - self.checked >= RIG_CHECK_S:
+            found = self.problems()
+            if found:
+                raise RigBroken(found)
 
 
 @dataclass
@@ -103,6 +144,9 @@ class _Run:
         self.pool: WorkerPool | None = None
         self.producer = None
         self.recorder: EffectRecorder | None = None
+        self.faults = load_faults(fault_specs, [f"C{i}" for i in range(1, config.worker.processes + 1)])
+        self.rig = RigWatch(cluster, self.faults)
+        self.events: list[Any] = []
 
     def execute(self) -> BlackBoxRun:
         cfg = self.config
@@ -114,23 +158,43 @@ class _Run:
             before = schema_fingerprint(pg)
             self.recorder = EffectRecorder(pg, cfg)
             self.recorder.install()
+            broken: list[str] = []
             try:
                 return self._observe(pg)
+            except RigBroken as exc:
+                broken = exc.problems
+                return self._rig_failed(broken)
+            except Exception as exc:  # noqa: BLE001 - a dead server's client error: the rig's, if it says so
+                broken = self.rig.problems()
+                if not broken:
+                    raise
+                self.log(f"run {self.run}: {type(exc).__name__} while the rig was broken: {exc}")
+                return self._rig_failed(broken)
             finally:
                 self._stop_processes()
-                self.recorder.remove()
-                if schema_fingerprint(pg) != before:
-                    raise RuntimeError("the user's schema differs after the triggers were removed; "
-                                       "this is a framework bug: report it with the run dir "
-                                       f"{self.run_dir}")
+                if not broken:     # a dead PostgreSQL keeps no triggers; the next reset renews it
+                    self.recorder.remove()
+                    if schema_fingerprint(pg) != before:
+                        raise RuntimeError("the user's schema differs after the triggers were removed; "
+                                           "this is a framework bug: report it with the run dir "
+                                           f"{self.run_dir}")
         finally:
-            pg.close()
+            try:
+                pg.close()
+            except Exception:  # noqa: BLE001 - closing a connection to a dead server
+                pass
+
+    def _rig_failed(self, problems: list[str]) -> BlackBoxRun:
+        """The run stopped on a broken rig: unknown, the components named, nothing else judged."""
+        self._stop_processes()
+        self.log(f"run {self.run}: unknown: the rig failed: {problems[0].splitlines()[0]}")
+        return rig_failed_run(self.run, self.seed, problems, self.events, self.reasons)
 
     def _observe(self, pg: Any) -> BlackBoxRun:
         cfg, cluster = self.config, self.cluster
-        events = intended_events(cfg.workload, random.Random(self.seed))
+        events = self.events = intended_events(cfg.workload, random.Random(self.seed))
         cluster.direct_redis().xgroup_create(cfg.worker.stream, cfg.worker.group, id="0", mkstream=True)
-        faults = load_faults(self.fault_specs, [f"C{i}" for i in range(1, cfg.worker.processes + 1)])
+        faults = self.faults
         self.pool = WorkerPool(self.argv, cfg.worker, cluster.worker_links, self.run_dir / "workers",
                                extra_env={"CHAOS_TIME_SCALE": str(self.scale)}, cwd=self.cwd)
         try:
@@ -143,17 +207,27 @@ class _Run:
 
         ctx = LocalContext(cluster, seed=self.seed, time_scale=self.scale, roles={"consumer": self.pool.workers})
         threads = []
-        self._start_producer(events)
-        self._wait_first_publish()  # fault times count from the workload's real t=0
-        for fault in faults:
-            threads.append(FaultThread(fault, ctx).start())
-        self._wait_producer(events)
+        try:
+            self._start_producer(events)
+            self._wait_first_publish()  # fault times count from the workload's real t=0
+            for fault in faults:
+                threads.append(FaultThread(fault, ctx).start())
+            self._wait_producer(events)
+        except BaseException:          # a broken rig (or Ctrl-C): the faults stop and heal what they can
+            ctx.stop_event.set()
+            for thread in threads:
+                try:
+                    thread.join(timeout_s=5.0)
+                except Exception:  # noqa: BLE001 - healing on a broken rig may fail too
+                    pass
+            raise
         for thread in threads:
             try:
                 thread.join(timeout_s=60.0)
             except FaultError as exc:
                 self.reasons.append(f"fault {thread.fault.name!r} did not act or heal: {exc}")
         ctx.stop_event.set()
+        self.rig.check(force=True)
         state = self._drain(pg, events)
         for w in self.pool.unexpected_exits():
             self.reasons.append(f"worker {w.name} exited unexpectedly with exit code {w.exit_code()}; "
@@ -170,6 +244,7 @@ class _Run:
             self.reasons.append(f"no write to {cfg.state.table} was observed in {cfg.worker.drain_s:g} s of "
                                 f"drain: the worker hangs, fails every job, or writes somewhere the config "
                                 f"does not name\n{tails}")
+        self.rig.check(force=True)      # the final state was read from a sound rig
         history = read_history(self.run_dir) + list(ctx.ops)
         result = check_blackbox_run(cfg, history=history, effects=effects, rows=rows, stream=state, events=events,
                                     offset=wall_to_monotonic(), run=self.run, seed=self.seed,
@@ -228,16 +303,22 @@ class _Run:
         while time.monotonic() < deadline and self.producer.poll() is None:
             if path.exists() and b'"f":"publish"' in path.read_bytes():
                 break
+            self.rig.check()
             time.sleep(0.002)
         self.t0 = time.monotonic()  # the trace counts from here too
 
     def _wait_producer(self, events: list[Any]) -> None:
         budget = (len(events) * self.config.workload.gap_ms + 3000) * self.scale / 1000 + 30
-        try:
-            code = self.producer.wait(budget)
-        except subprocess.TimeoutExpired:
-            self.reasons.append(f"the producer did not finish within {budget:.0f} s")
-            return
+        deadline = time.monotonic() + budget
+        while True:
+            try:
+                code = self.producer.wait(RIG_CHECK_S)
+                break
+            except subprocess.TimeoutExpired:
+                self.rig.check()
+                if time.monotonic() > deadline:
+                    self.reasons.append(f"the producer did not finish within {budget:.0f} s")
+                    return
         if code != 0:
             raise RuntimeError(f"the framework's producer exited with {code}:\n"
                                f"{tail(self.run_dir / f'{PRODUCER}.log')}")
@@ -267,6 +348,7 @@ class _Run:
         least, progressed = None, now
         state = StreamState()
         while True:
+            self.rig.check()
             state = self._stream_state(events, final=False) or state
             n = len(self.recorder.read())
             now = time.monotonic()
@@ -289,6 +371,14 @@ class _Run:
             spawner.stop(self.producer, signal.SIGTERM, timeout=3.0)
         if self.pool is not None:
             self.pool.stop()
+
+
+def rig_failed_run(run: int, seed: int, problems: list[str], events: list[Any] = (),
+                   reasons: list[str] = ()) -> BlackBoxRun:
+    """A run the broken rig ended: verdict unknown, the components named, nothing judged."""
+    result = check_run([], FinalState(events=[e.intended() for e in events]), run=run, seed=seed,
+                       unknown_reasons=list(reasons), rig_failures=problems)
+    return BlackBoxRun(result=result, extra=BlackBoxCounts())
 
 
 def observed_line(op: dict, origin: float) -> str:
@@ -344,10 +434,21 @@ def run_blackbox(cluster: Any, command: str | list[str], config: WorkerConfig, *
     say = log or (lambda _line: None)
     cell = BlackBoxCell(command=argv, config=config, faults=fault_specs)
     for n in range(runs):
-        if reset or n > 0:
-            cluster.reset()
         run_dir = root / f"blackbox-{int(time.time() * 1000)}-{n}"
         run_dir.mkdir(parents=True, exist_ok=True)
-        cell.runs.append(_Run(cluster, argv, config, fault_specs, n, seed + n, time_scale, run_dir, say,
-                              trace, cwd).execute())
+        try:
+            if reset or n > 0:
+                cluster.reset()
+            run = _Run(cluster, argv, config, fault_specs, n, seed + n, time_scale, run_dir, say, trace, cwd)
+            cell.runs.append(run.execute())
+        except BadArguments:
+            raise
+        except Exception as exc:  # noqa: BLE001 - a reset or connection on a broken rig: the rig's failure
+            problems = RigWatch(cluster, []).problems()
+            if not problems:
+                raise
+            say(f"run {n}: unknown: the rig failed ({type(exc).__name__}): {problems[0].splitlines()[0]}")
+            cell.runs.append(rig_failed_run(n, seed + n, problems))
+        if cell.runs[-1].result.rig_failures:
+            break       # the topology is broken: a further run would only fail to reset it
     return cell

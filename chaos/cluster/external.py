@@ -19,6 +19,7 @@ naming its variable. During a run the same probes are the components' health che
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 from chaos.cluster.endpoint import Endpoint
 from chaos.cluster.errors import ClusterError, one_line
@@ -27,6 +28,9 @@ from chaos.cluster.topology import Cluster, RedisNode
 from chaos.proxy.client import ToxiproxyClient, ToxiproxyError
 
 PROBE_TIMEOUT_S = 2.0
+if TYPE_CHECKING:
+    from chaos.cluster.health import Component
+
 VARIABLES = {"CHAOS_REDIS_PRIMARY": "10.0.0.5:6379", "CHAOS_REDIS_REPLICA": "10.0.0.6:6379",
              "CHAOS_POSTGRES": "10.0.0.7:5432", "TOXIPROXY_URL": "http://10.0.0.8:8474"}
 
@@ -104,6 +108,19 @@ class ExternalCluster(Cluster):
             cluster.close()
             raise
         return cluster
+
+    def components(self) -> list["Component"]:
+        """The endpoints, probed over the network (TCP connect + PING, a connection, the API's
+        version), each named with the variable that gave it: none of them is our process."""
+        from chaos.cluster.health import endpoint_components
+
+        variables = {"proxy": "TOXIPROXY_URL", "postgres": "CHAOS_POSTGRES"}
+        nodes = {str(self._a.endpoint): "CHAOS_REDIS_PRIMARY", str(self._b.endpoint): "CHAOS_REDIS_REPLICA"}
+        out = endpoint_components(self)
+        for component in out:
+            variable = variables.get(component.kind) or nodes.get(component.address)
+            component.name = f"{component.name} [{variable}]" if variable else component.name
+        return out
 
     def _close_servers(self) -> None:
         for proxy in self._own_proxies():

@@ -143,6 +143,9 @@ def test_the_merge_combines_every_shard_carries_history_publishes_and_fails_on_a
     assert pages["permissions"] == {"pages": "write", "id-token": "write"}
     last = steps[-1]["run"]
     assert "steps.merge.outputs.code" in last and "exit 1" in last and "if" not in steps[-1]
+    # a strategy regression (merge exit 1) and a rig-only night (exit 2) are annotated apart
+    assert '"$code" = "1" ]; then echo "::error title=strategy broke::' in last
+    assert '"$code" = "2" ]; then echo "::error title=rig broke (no strategy regression)::' in last
     # the shard artifacts' layout is what the merge reads
     [pytest_cmd] = [c for s in doc["jobs"]["shard"]["steps"] if "run" in s for c in commands(s["run"])
                     if c[:3] == ["python3", "-m", "pytest"]]

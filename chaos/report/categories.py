@@ -3,9 +3,11 @@
 The failure messages of `chaos.expectations.assert_cell` carry a tag per failed bound
 (`[LOST: 3]`, `[MISSING_REORDERED]`, ...). A cell no strategy is to blame for is a *broken*
 test, not a failed one, in one of two "Unknown verdict" categories (named alike so they sit
-together, apart so a team sees which): the rig broke (`RIG FAILURE: <component> ...` from
-`chaos.errors.RigFailure`, or a fault that did not heal, `FaultError: ...`) or the runs could
-not tell (`UNKNOWN: ...` from `UnknownVerdict`). The rules below match on those tags,
+together, apart so a team sees which): the rig broke (`chaos.errors.RigFailure`, whose
+message allure-pytest writes as `chaos.errors.RigFailure: RIG FAILURE: <component> ...`, or a
+fault that did not heal, `FaultError: ...`) or the runs could not tell (`UnknownVerdict`,
+`UNKNOWN: ...`). Those two match on the exception's name, so a black-box cell's RigFailure
+lands there too. The rules below match on those tags,
 first match wins, so they are ordered by severity. The regexes are written
 `[\\s\\S]*TAG[\\s\\S]*` so they match both where the engine anchors them at both ends
 (Allure 2: Java's `matches()`) and where it searches (Allure 3: JavaScript's `test()`),
@@ -30,9 +32,9 @@ def _rule(name: str, tag_regex: str, statuses: tuple[str, ...] = ("failed",)) ->
 
 CATEGORIES: list[dict] = [
     _rule("Unknown verdict: the rig broke (a server, the proxy or the fork server failed, or a fault did not "
-          "heal): no strategy is to blame", r"(RIG FAILURE: |FaultError: )", ("broken", "failed")),
+          "heal): no strategy is to blame", r"(RigFailure: |RIG FAILURE: |FaultError: )", ("broken", "failed")),
     _rule("Unknown verdict: the runs could not tell (a worker died outside a fault, the drain stalled)",
-          r"UNKNOWN: ", ("broken", "failed")),
+          r"(UnknownVerdict: |UNKNOWN: )", ("broken", "failed")),
     _rule("Lost events", r"\[LOST: [1-9]"),
     _rule("Wrong final state", r"\[WRONG_(FINAL_STATE_RUNS|KEYS): [1-9]"),
     _rule("Reordered writes", r"\[REORDERED: [1-9]"),

@@ -31,7 +31,8 @@ MAX_EXAMPLES = 5
 HANDLED_EFFECTS = frozenset({"applied", "stale"})
 DUPLICATE_EFFECT = "duplicate"
 REDELIVERY_VIAS = frozenset({"claim", "pending"})
-_ORDER = itemgetter(0)  # a write's (order, version, event_id): sorted by when it took effect
+_ORDER = itemgetter(0)  # a write's (order, version, event_id, seq): when it took effect ...
+_SEQ = itemgetter(3)    # ... and its key's commit-ordered write number, when the guard gave one
 
 # Anomaly kinds (Jepsen-style names). The first four are violations (see violations());
 # a wrong-final-state anomaly of an unsettled key is not.
@@ -356,7 +357,8 @@ class _RunScan:
 
     def __init__(self) -> None:
         self.events: dict[str, _Event] = defaultdict(_Event)
-        self.writes: dict[str, list[tuple[float, Any, str]]] = defaultdict(list)  # key -> (order, version, event)
+        # key -> (order, version, event, seq): see _apply
+        self.writes: dict[str, list[tuple[float, Any, str, int | None]]] = defaultdict(list)
         self.applied_versions: dict[str, list] = {}  # filled by order_writes(), in applied order
         self.reorders: dict[str, int] = {}
         self.reorder_examples: dict[str, list[str]] = {}  # the late writes' events
@@ -456,15 +458,21 @@ class _RunScan:
         key = op.get("key")
         key = ev.key if key is None else str(key)
         if key is not None:
-            # when the write took effect: `value.locked_at` (taken while the row lock was held,
+            # where the write stands in its key's commit order: `value.seq` (the row's write
+            # sequence number, bumped and returned by the write itself) when the guard gives it;
+            # and when it took effect: `value.locked_at` (taken while the row lock was held,
             # before COMMIT) when the guard gives it, else the op's time (written after COMMIT)
             value = op.get("value")
             order = op["time"]
+            seq = None
             if value.__class__ is dict:
                 locked_at = value.get("locked_at")
                 if locked_at.__class__ is float or locked_at.__class__ is int:
                     order = locked_at
-            self.writes[key].append((order, op.get("version", ev.version), op["event_id"]))
+                seq = value.get("seq")
+                if seq.__class__ is not int:
+                    seq = None
+            self.writes[key].append((order, op.get("version", ev.version), op["event_id"], seq))
 
     def close_dangling(self) -> None:
         """A publish invoke without completion (its process was killed) is an `info`; so is
@@ -480,16 +488,18 @@ class _RunScan:
                 ev.apply_open = 0
 
     def order_writes(self) -> None:
-        """Each key's effective writes in the order they took effect (see _apply; a stable
-        sort keeps the ops' order on ties), then the writes older than one before."""
+        """Each key's effective writes in the order they took effect, then the writes older
+        than one before. The order is the commit order (`seq`) when every write of the key
+        has one, else `locked_at` or the op's time (older and black-box histories; a stable
+        sort keeps the ops' order on ties)."""
         for key, writes in self.writes.items():
-            writes.sort(key=_ORDER)
+            writes.sort(key=_SEQ if all(w[3] is not None for w in writes) else _ORDER)
             versions = [w[1] for w in writes]
             self.applied_versions[key] = versions
             top = None
             late: list[str] = []
             n = 0
-            for _, version, eid in writes:
+            for _, version, eid, _ in writes:
                 if version is None:
                     continue
                 try:

@@ -1,7 +1,9 @@
 """The consumer side's tables, and the fast per-run reset (truncate + flush, not a new database).
 
 * `orders`: the state a consumer maintains (status, version) per order id; the checker
-  compares it with the highest published business version.
+  compares it with the highest published business version. `write_seq` counts the row's
+  writes (the guards' effect write bumps and returns it): the commit order of a key's
+  writes, restarting at 0 each run (rows are truncated and seeded).
 * `projection`: an effect counter per key, bumped in the same transaction as the state
   write, so double-applied events show up as drift.
 * `inbox`: processed event ids, for the inbox guard.
@@ -13,7 +15,9 @@ from collections.abc import Iterable
 import psycopg
 
 SCHEMA = """
-CREATE TABLE IF NOT EXISTS orders (id text PRIMARY KEY, status text NOT NULL, version bigint NOT NULL);
+CREATE TABLE IF NOT EXISTS orders (id text PRIMARY KEY, status text NOT NULL, version bigint NOT NULL,
+                                   write_seq bigint NOT NULL DEFAULT 0);
+ALTER TABLE orders ADD COLUMN IF NOT EXISTS write_seq bigint NOT NULL DEFAULT 0;
 CREATE TABLE IF NOT EXISTS projection (key text PRIMARY KEY, count integer NOT NULL DEFAULT 0);
 CREATE TABLE IF NOT EXISTS inbox (event_id text PRIMARY KEY, seen_at timestamptz NOT NULL DEFAULT clock_timestamp());
 """
@@ -34,7 +38,7 @@ def truncate_all(conn: psycopg.Connection) -> None:
 
 
 def seed_rows(conn: psycopg.Connection, keys: Iterable[str]) -> None:
-    """One `orders` row (status new, version 0) and one projection row per key."""
+    """One `orders` row (status new, version 0, write_seq 0) and one projection row per key."""
     keys = sorted(set(keys))
     with conn.cursor() as cur:
         cur.execute("INSERT INTO orders (id, status, version) SELECT k, %s, 0 FROM unnest(%s::text[]) AS k",

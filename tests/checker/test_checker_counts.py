@@ -240,6 +240,42 @@ class TestOrderAndFinalState:
         assert result.counts.reordered == reordered
         assert applied_versions(h) == versions
 
+    @pytest.mark.parametrize("created_seq, paid_seq, created_lock, paid_lock, reordered, versions", [
+        (1, 2, None, None, 0, [1, 2]),            # created committed first; only its op is late
+        (2, 1, None, None, 1, [2, 1]),            # paid committed first: a real reorder
+        (1, 2, 0.0003, 0.0002, 0, [1, 2]),        # seq wins over locked_at
+        (2, 1, 0.0002, 0.0003, 1, [2, 1]),        # ... both ways
+        (1, None, None, None, 1, [2, 1]),         # a write without seq: the key falls back to op order
+        (1, None, 0.0002, 0.0003, 0, [1, 2]),     # ... and to locked_at
+        ("1", "2", None, None, 1, [2, 1]),        # a seq that is not an int is ignored
+    ])
+    def test_writes_are_ordered_by_seq_when_every_write_of_the_key_has_one(
+            self, created_seq, paid_seq, created_lock, paid_lock, reordered, versions):
+        """`value.seq` is the key's commit order, taken by the database (effect.py)."""
+        h = History().publish(CREATED_42, entry_id="1-0").publish(PAID_42, entry_id="2-0")
+        h.deliver(CREATED_42, "1-0", process="C1").deliver(PAID_42, "2-0", process="C2")
+        start = h.time
+        value = {}
+        for ev, seq, lock in ((CREATED_42, created_seq, created_lock), (PAID_42, paid_seq, paid_lock)):
+            value[ev] = {**({} if seq is None else {"seq": seq}),
+                         **({} if lock is None else {"locked_at": start + lock})}
+        h.apply(PAID_42, process="C2", **value[PAID_42]).apply(CREATED_42, process="C1", **value[CREATED_42])
+        result = check_run(h.ops, final(PAID))
+        assert result.counts.reordered == reordered
+        assert applied_versions(h) == versions
+
+    def test_seq_orders_each_key_on_its_own(self):
+        """Key 42 has seq on every write (commit order), key 43 on none (op order)."""
+        h = History()
+        for ev in (CREATED_42, PAID_42, CREATED_43, PAID_43):
+            h.publish(ev, entry_id=f"{ev.event_id}-0")
+        h.apply(PAID_42, process="C2", seq=2).apply(CREATED_42, seq=1)
+        h.apply(PAID_43, process="C2").apply(CREATED_43)
+        result = check_run(h.ops, final({"42": ("paid", 2), "43": ("created", 1)}))
+        kinds = {a.kind: a for a in result.anomalies}
+        assert result.counts.reordered == 1
+        assert (kinds["reordered"].key, kinds["reordered"].versions) == ("43", [2, 1])
+
     def test_anomaly_versions_follow_lock_order_not_op_order(self):
         """The op order says created then paid; the locks say paid committed first."""
         h = History().publish(CREATED_42, entry_id="1-0").publish(PAID_42, entry_id="2-0")

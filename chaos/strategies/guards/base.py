@@ -15,7 +15,7 @@ from typing import Any, Callable, ClassVar, Protocol
 import psycopg
 
 from chaos.events import Event
-from chaos.strategies.guards.effect import Failpoints, write_state
+from chaos.strategies.guards.effect import Failpoints, Written, write_state
 from chaos.strategies.part import Part
 
 APPLIED, STALE, DUPLICATE = "applied", "stale", "duplicate"
@@ -70,12 +70,13 @@ class Guard(Part):
 
     write_sent: bool = False   # set once the effect write went out: an error after it leaves the outcome unknown
 
-    def write(self, cur: psycopg.Cursor, ev: Event, **kw: Any) -> int:
-        """The effect write (state + projection), with the `before_commit` failpoint."""
+    def write(self, cur: psycopg.Cursor, ev: Event, **kw: Any) -> Written:
+        """The effect write (state + projection), with the `before_commit` failpoint: its rows
+        and the key's write sequence number it took (the commit order of the key's writes)."""
         self.write_sent = True
         return write_state(cur, ev, failpoints=self.env.failpoints, **kw)
 
-    def write_in_tx(self, ev: Event, **kw: Any) -> int:
+    def write_in_tx(self, ev: Event, **kw: Any) -> Written:
         """The effect write on its own: one autocommit statement, or a transaction when a
         `before_commit` failpoint must fire between the write and the COMMIT."""
         conn = self.env.pg()

@@ -15,6 +15,7 @@ from typing import Callable
 import psycopg
 
 from chaos.strategies.guards.base import APPLIED, STALE, Guard, Outcome
+from chaos.strategies.guards.effect import with_seq
 from chaos.params import Param
 from chaos.events import Event
 
@@ -52,7 +53,7 @@ class Cas(Guard):
                     cur.execute("SELECT version FROM orders WHERE id = %s", (ev.key,))
                     if attempt == 0:
                         work()
-                    rows = self.write(cur, ev, version=version, if_older=True)
+                    written = self.write(cur, ev, version=version, if_older=True)
                     locked_at = time.monotonic()  # the row lock is held until COMMIT
                 break
             except psycopg.errors.SerializationFailure as exc:
@@ -61,5 +62,7 @@ class Cas(Guard):
                             value={"attempt": attempt, "sqlstate": exc.sqlstate})
                 if attempt > self.max_retries:
                     raise
-        return Outcome(rows, APPLIED if rows else STALE,
-                       {"status": ev.etype, "written_version": version, "retries": attempt, "locked_at": locked_at})
+        # `written` is the committed attempt's (a retry replaces a rolled-back attempt's)
+        return Outcome(written.rows, APPLIED if written.rows else STALE,
+                       with_seq({"status": ev.etype, "written_version": version, "retries": attempt,
+                                 "locked_at": locked_at}, written))

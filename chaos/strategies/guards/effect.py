@@ -3,10 +3,15 @@
 Both change in one transaction, so the projection counts effects exactly and the
 checker can see double-applied events as projection drift. `if_older` is the
 compare-and-set condition `version < $v` (S5); without it the write is a plain UPDATE.
+
+The write also bumps the row's `write_seq` and returns it: the row lock is held from the
+UPDATE to COMMIT and the next writer of the key reads the committed row, so the sequence
+is the order in which the key's writes committed (the checker orders `reordered` by it,
+not by when a worker got round to logging the write).
 """
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 import psycopg
 
@@ -21,26 +26,42 @@ class Failpoints(Protocol):
     def hit(self, name: str, etype: str | None = None, *, key: str | None = None,
             event_id: str | None = None, **context: Any) -> None: ...
 
+
+class Written(NamedTuple):
+    """What one effect write did: rows changed (0: missing row or rejected older version) and,
+    when it changed the row, the key's write sequence number it took (else None)."""
+
+    rows: int
+    seq: int | None
+
+
 # One statement, so an autocommit write is one round trip; the projection row exists for
 # every key (seeded), so the rows it bumps equal the state rows the UPDATE changed.
-_WRITE = ("WITH changed AS (UPDATE orders SET status = %(status)s, version = %(version)s "
-          "WHERE id = %(key)s {guard} RETURNING id) "
-          "UPDATE projection SET count = count + 1 WHERE key IN (SELECT id FROM changed)")
+_WRITE = ("WITH changed AS (UPDATE orders SET status = %(status)s, version = %(version)s, "
+          "write_seq = write_seq + 1 WHERE id = %(key)s {guard} RETURNING id, write_seq) "
+          "UPDATE projection SET count = count + 1 FROM changed WHERE projection.key = changed.id "
+          "RETURNING changed.write_seq")
 _PLAIN = _WRITE.format(guard="")
 _IF_OLDER = _WRITE.format(guard="AND version < %(version)s")
 
 
 def write_state(cur: psycopg.Cursor, ev: Event, *, version: int | None = None, if_older: bool = False,
-                failpoints: Failpoints | None = None) -> int:
-    """Rows the state write affected (0: row missing, or a CAS rejected an older version).
+                failpoints: Failpoints | None = None) -> Written:
+    """The state write's rows and write sequence number.
 
     `failpoints` gets the `before_commit` hit (inside the transaction, after the writes).
     """
     version = ev.version if version is None else version
     cur.execute(_IF_OLDER if if_older else _PLAIN, {"status": ev.etype, "version": version, "key": ev.key})
     rows = cur.rowcount
+    seq = cur.fetchone()[0] if rows > 0 else None
     if failpoints is not None:
         failpoints.hit("before_commit", **ev.op_fields())
-    return rows
+    return Written(rows, seq)
 
 
+def with_seq(value: dict, written: Written) -> dict:
+    """The apply op's value with `seq` (the key's commit-ordered position) when the write changed the row."""
+    if written.seq is not None:
+        value["seq"] = written.seq
+    return value

@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import Callable
 
 from chaos.strategies.guards.base import APPLIED, Guard, Outcome
+from chaos.strategies.guards.effect import with_seq
 from chaos.events import Event
 
 
@@ -14,5 +15,5 @@ class Plain(Guard):
 
     def apply(self, ev: Event, entry_id: str, work: Callable[[], None]) -> Outcome:
         work()
-        rows = self.write_in_tx(ev)
-        return Outcome(rows, APPLIED, {"status": ev.etype})
+        written = self.write_in_tx(ev)
+        return Outcome(written.rows, APPLIED, with_seq({"status": ev.etype}, written))

@@ -13,6 +13,7 @@ import json
 from typing import Callable
 
 from chaos.strategies.guards.base import APPLIED, STALE, Guard, Outcome
+from chaos.strategies.guards.effect import Written, with_seq
 from chaos.events import Event
 
 BUFFERED = "buffered"
@@ -30,7 +31,7 @@ class ReorderBuffer(Guard):
     def apply(self, ev: Event, entry_id: str, work: Callable[[], None]) -> Outcome:
         work()
         conn = self.env.pg()
-        drained: list[Event] = []
+        drained: list[tuple[Event, Written]] = []
         # A per-key session lock held until this consumer has recorded its applies (after_apply):
         # the next writer of the key starts after them, so the history shows the real write order.
         conn.execute("SELECT pg_advisory_lock(hashtext(%s))", (ev.key,))
@@ -44,7 +45,7 @@ class ReorderBuffer(Guard):
                 cur.execute("INSERT INTO reorder_buffer (key, version, event) VALUES (%s, %s, %s) "
                             "ON CONFLICT DO NOTHING", (ev.key, ev.version, _json(ev)))
                 return Outcome(0, BUFFERED, {"status": ev.etype, "waiting_for": version + 1})
-            rows = self.write(cur, ev)
+            written = self.write(cur, ev)
             nxt = ev.version + 1
             while True:
                 parked = cur.execute("DELETE FROM reorder_buffer WHERE key = %s AND version = %s RETURNING event",
@@ -52,19 +53,19 @@ class ReorderBuffer(Guard):
                 if parked is None:
                     break
                 later = Event.from_dict(parked[0])
-                self.write(cur, later)
-                drained.append(later)
+                drained.append((later, self.write(cur, later)))
                 nxt += 1
         self._released = drained
-        return Outcome(rows, APPLIED, {"status": ev.etype, "released": [e.event_id for e in drained]})
+        return Outcome(written.rows, APPLIED, with_seq({"status": ev.etype, "released": [e.event_id for e, _ in drained]},
+                                                       written))
 
     def after_apply(self) -> None:
         """Committed, and this event's own apply is recorded: now each released parked event
         is handled, by this consumer, after it (the history keeps the order of the writes)."""
         released, self._released = getattr(self, "_released", []), []
-        for later in released:
-            self.env.op("ok", "apply", **later.op_fields(), rows=1, effect=APPLIED,
-                        value={"status": later.etype, "from": "reorder_buffer"})
+        for later, written in released:
+            self.env.op("ok", "apply", **later.op_fields(), rows=written.rows, effect=APPLIED,
+                        value=with_seq({"status": later.etype, "from": "reorder_buffer"}, written))
         key, self._locked = getattr(self, "_locked", None), None
         if key is not None:
             self.env.pg().execute("SELECT pg_advisory_unlock(hashtext(%s))", (key,))

@@ -46,7 +46,7 @@ from faults.context import FaultContextBase
 
 TERMINATING = {signal.SIGKILL, signal.SIGTERM, signal.SIGINT, signal.SIGQUIT}
 CONSUMER_FAILPOINTS = {"after_read", "mid_batch", "before_apply", "before_lock", "before_commit",
-                       "after_apply_before_ack"}
+                       "after_commit", "after_apply_before_ack"}
 PRODUCER_FAILPOINTS = {"before_publish"}
 ROLE_FAILPOINTS = {"dispatcher": {"before_publish", "after_xadd_before_mark", "after_publish_fail"},
                    "outbox-producer": {"before_publish"}}

@@ -20,8 +20,9 @@ from pathlib import Path
 from typing import Any, Callable
 
 NAMES = ("after_read", "mid_batch", "after_apply_before_ack", "before_apply", "before_lock",
-         "before_commit", "after_xadd_before_mark", "before_publish", "after_publish_fail")
+         "before_commit", "after_commit", "after_xadd_before_mark", "before_publish", "after_publish_fail")
 ACTIONS = ("kill", "pause", "signal", "fail")
+NO_FAIL = {"after_commit": "the effect has committed"}   # places where nothing is left to fail
 SELECTORS = ("etype", "key", "event_id")
 _KEYS = {"action", "after", "count", "pause_ms", *SELECTORS}
 
@@ -107,6 +108,9 @@ def validate(spec: dict[str, dict]) -> None:
             raise ValueError(f"unknown failpoint {name!r}; failpoints are: {', '.join(NAMES)}")
         if conf.get("action") not in ACTIONS:
             raise ValueError(f"failpoint {name}: action {conf.get('action')!r} is not one of {', '.join(ACTIONS)}")
+        if name in NO_FAIL and conf.get("action") == "fail":
+            raise ValueError(f"failpoint {name}: action fail is not possible there ({NO_FAIL[name]}); "
+                             "use kill, pause or signal")
         extra = set(conf) - _KEYS
         if extra:
             raise ValueError(f"failpoint {name}: unknown keys {sorted(extra)}; allowed: {', '.join(sorted(_KEYS))}")

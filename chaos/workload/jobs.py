@@ -79,6 +79,7 @@ class JobRunner:
                 if not isinstance(exc, (redis.RedisError, OSError)):
                     self._reset_pg()
                 return FAILED
+            env.failpoints.hit("after_commit", **ev.op_fields())  # committed, its apply op not yet written
             env.op("ok", "apply", **ev.op_fields(), entry_id=entry_id, rows=outcome.rows,
                    effect=outcome.effect, value=outcome.value)
         finally:

@@ -7,7 +7,7 @@ entry id is only where one copy of the event landed.
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 
@@ -53,11 +53,13 @@ class Event:
         return {"event_id": self.event_id, "key": self.key, "version": self.version, "etype": self.etype}
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        # every field is a str, number or bool: a shallow copy is what asdict() would build,
+        # without its recursive deep copy (5 s of the orchestrator's CPU at 10^5 events)
+        return dict(self.__dict__)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Event:
         return cls(**data)
 
     def routed(self, stream: str, barrier: str = "") -> Event:
-        return replace(self, stream=stream, barrier=barrier)
+        return Event(**{**self.__dict__, "stream": stream, "barrier": barrier})

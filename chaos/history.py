@@ -31,6 +31,7 @@ except ModuleNotFoundError:  # pragma: no cover - exercised only where orjson is
 HISTORY_DIR = "history"
 OP_TYPES = frozenset({"invoke", "ok", "fail", "info"})
 REQUIRED_KEYS = ("time", "process", "type", "f")
+_monotonic = time.monotonic
 
 
 def _dumps_json(op: dict) -> bytes:
@@ -93,15 +94,19 @@ class HistoryWriter:
 
     def make(self, type: str, f: str, **fields: Any) -> dict:
         """An op of this process, not yet written (for `ops`); `time` is now."""
+        if type not in OP_TYPES or not f or not isinstance(f, str) or "time" in fields or "process" in fields:
+            self._refuse(type, f, fields)
+        if None in fields.values():   # (the common case, no None, skips building a second dict)
+            fields = {k: v for k, v in fields.items() if v is not None}
+        return {"time": _monotonic(), "process": self.process, "type": type, "f": f, **fields}
+
+    @staticmethod
+    def _refuse(type: Any, f: Any, fields: dict) -> None:
         if type not in OP_TYPES:
             raise HistoryError(f"op type {type!r} is not one of {sorted(OP_TYPES)}")
         if not isinstance(f, str) or not f:
             raise HistoryError(f"op f must be a non-empty string such as 'publish', got {f!r}")
-        if "time" in fields or "process" in fields:
-            raise HistoryError("time and process are set by HistoryWriter.op; pass the other fields only")
-        op = {"time": time.monotonic(), "process": self.process, "type": type, "f": f}
-        op.update((k, v) for k, v in fields.items() if v is not None)
-        return op
+        raise HistoryError("time and process are set by HistoryWriter.op; pass the other fields only")
 
     def op(self, type: str, f: str, **fields: Any) -> dict:
         """Write one op (one unbuffered write); `time` and `process` are filled in, the op is returned."""
@@ -147,6 +152,16 @@ def _ends_torn(path: Path) -> bool:
 
 def _loads(line: bytes) -> Any:
     return _orjson.loads(line) if _orjson is not None else json.loads(line)
+
+
+def parse_op(line: bytes) -> dict | None:
+    """One history line as an op, None for what is not one (a torn or blank line): for
+    tailing a history while it is written (chaos/workload/progress.py)."""
+    try:
+        op = _loads(line)
+    except ValueError:
+        return None
+    return op if type(op) is dict else None
 
 
 def parse_lines(lines: Iterable[bytes], source: str) -> list[dict]:

@@ -3,14 +3,16 @@
 At start it re-reads its own PEL (`XREADGROUP .. 0`: a restarted consumer with the same
 name finishes what its predecessor left, `via: pending`). Then it loops on
 `XREADGROUP .. >` with BLOCK; the XACK of a read's last entry (and a batch's XACK with ack
-batch=1) goes out in one pipeline with the next read (XACK first, so the order of commands is
-unchanged and a round trip is saved per read). In drain mode (SIGUSR1), or all along with claim=always,
+batch=1) goes out in one write with the next read (XACK first, so the order of commands is
+unchanged and a round trip is saved per read), on the process's one connection without
+redis-py's Pipeline machinery (chaos/workload/link.py). In drain mode (SIGUSR1), or all along with claim=always,
 it first runs XAUTOCLAIM with the min-idle time (`via: claim`). A broken link is
 logged and retried; the process only ends on SIGTERM.
 """
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import redis
 
@@ -76,10 +78,10 @@ class GroupReader:
         return self.r.xreadgroup(self.group, self.consumer, {s: ">" for s in self.streams},
                                  count=self.count, block=block, noack=self.ack.uses_noack) or []
 
-    def queue_read_now(self, pipe) -> None:
-        """The same read without BLOCK, queued on a pipeline (after the acks it carries)."""
-        pipe.xreadgroup(self.group, self.consumer, {s: ">" for s in self.streams},
-                        count=self.count, noack=self.ack.uses_noack)
+    def read_now_command(self) -> tuple[Any, ...]:
+        """The same read without BLOCK, as a raw command (sent after the acks it carries)."""
+        return ("XREADGROUP", "GROUP", self.group, self.consumer, "COUNT", self.count,
+                *(("NOACK",) if self.ack.uses_noack else ()), "STREAMS", *self.streams, *[">"] * len(self.streams))
 
     def link_broken(self, exc: Exception) -> None:
         self.env.op("info", "log", value={"link": "broken", "error": f"{type(exc).__name__}: {exc}"})
@@ -95,6 +97,7 @@ def main(env: WorkerEnv) -> int:
     guard = build(GUARDS, env.spec["guard"]).bind(env)
     runner = JobRunner(env, guard, reader.ack, reader.group)
     r = reader.r
+    read_now = reader.read_now_command()
     started = False
     while not env.stopping:
         try:
@@ -108,7 +111,7 @@ def main(env: WorkerEnv) -> int:
                     runner.handle(r, *item)
                     if env.stopping:
                         break
-            resp = runner.read_after_acks(r, reader.queue_read_now, reader.read_new)
+            resp = runner.read_after_acks(r, read_now, reader.read_new)
             left = sum(len(entries) for _, entries in resp)
             for stream, entries in resp:
                 for index, (entry_id, fields) in enumerate(entries):

@@ -15,6 +15,7 @@ from chaos.strategies.guards.base import Guard
 from chaos.workload.env import WorkerEnv
 from chaos.events import Event
 from chaos.workload.failpoints import FailpointFailure
+from chaos.workload.link import exchange, stream_entries
 
 DONE, FAILED = "done", "failed"
 
@@ -111,25 +112,20 @@ class JobRunner:
         A link error drops them unrecorded, as it does a lone XACK's: they stay pending."""
         deferred, self.deferred = self.deferred, []
         if deferred:
-            pipe = r.pipeline(transaction=False)
-            _queue_acks(pipe, self.group, deferred)
-            pipe.execute()
+            exchange(r, _ack_commands(self.group, deferred))
             self._acked(deferred)
 
-    def read_after_acks(self, r: redis.Redis, read_now: Callable[[Any], None],
+    def read_after_acks(self, r: redis.Redis, read_now: tuple[Any, ...],
                         read_blocking: Callable[[], list]) -> list:
-        """The next read, with the acks not sent yet in the same pipeline before it (Redis runs
-        them in order, so every XACK still precedes the read). `read_now(pipe)` queues a
-        non-blocking XREADGROUP; when it finds nothing, `read_blocking()` waits for entries."""
+        """The next read, with the acks not sent yet in the same write before it (Redis runs
+        them in order, so every XACK still precedes the read). `read_now` is a non-blocking
+        XREADGROUP command; when it finds nothing, `read_blocking()` waits for entries."""
         deferred, self.deferred = self.deferred, []
         if not deferred:
             return read_blocking()
-        pipe = r.pipeline(transaction=False)
-        _queue_acks(pipe, self.group, deferred)
-        read_now(pipe)
-        replies = pipe.execute()
+        replies = exchange(r, [*_ack_commands(self.group, deferred), read_now])
         self._acked(deferred)
-        return replies[-1] or read_blocking()
+        return stream_entries(replies[-1]) or read_blocking()
 
     def _acked(self, deferred: list[tuple[str, str, Event, str | None]]) -> None:
         history = self.env.history  # sent together: their ops in one write
@@ -158,9 +154,10 @@ class JobRunner:
             self.finish(r, stream, entry_id, ev, status, delivery_count)
 
 
-def _queue_acks(pipe: Any, group: str, deferred: list[tuple[str, str, Event, str | None]]) -> None:
-    for stream in dict.fromkeys(s for s, _, _, _ in deferred):
-        pipe.xack(stream, group, *[entry_id for s, entry_id, _, _ in deferred if s == stream])
+def _ack_commands(group: str, deferred: list[tuple[str, str, Event, str | None]]) -> list[tuple[str, ...]]:
+    """One XACK per stream for the deferred entries."""
+    return [("XACK", stream, group, *[entry_id for s, entry_id, _, _ in deferred if s == stream])
+            for stream in dict.fromkeys(s for s, _, _, _ in deferred)]
 
 
 def delivery_count(r: redis.Redis, stream: str, group: str, entry_id: str) -> int:

@@ -11,11 +11,10 @@ these conditions, not on a quiet period.
 """
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 
-from chaos.history import history_dir
+from chaos.history import history_dir, parse_op
 
 
 def _useful(op: dict) -> bool:
@@ -32,7 +31,8 @@ class ProgressWatch:
     last useful op (monotonic seconds); `busy(processes)` says whether one of them is inside
     an apply (invoke not yet completed); `in_hand(processes)` counts the entries those
     processes hold; `failed_since(entry_id, t)` whether an entry's handling failed at or
-    after `t` (the drain's "tried and still pending")."""
+    after `t` (the drain's "tried and still pending"). Every answer is kept up to date op by
+    op, so a poll costs what was written since the last one, not the size of the run."""
 
     def __init__(self, run_dir: Path) -> None:
         self.dir = history_dir(run_dir)
@@ -47,15 +47,22 @@ class ProgressWatch:
         self.delivered: dict[str, tuple[float, str]] = {}   # entry id -> (last deliver, process)
         self.put_down: dict[str, float] = {}     # entry id -> its last apply completion or DLQ move
         self.failed_at: dict[str, float] = {}    # entry id -> time of its last failed apply
+        self.holding: dict[str, set[str]] = {}   # process -> entries delivered to it, not put down since
 
     def busy(self, processes: list[str]) -> bool:
         return any(self.open_applies.get(p, 0) > 0 for p in processes)
 
     def in_hand(self, processes: list[str]) -> int:
-        live = set(processes)
-        put_down = self.put_down
-        return sum(1 for entry, (at, holder) in self.delivered.items()
-                   if holder in live and at > put_down.get(entry, float("-inf")))
+        holding = self.holding
+        return sum(len(holding.get(p, ())) for p in set(processes))
+
+    def _settle(self, entry: str, previous_holder: str | None) -> None:
+        """Keep `holding` right for `entry` after its deliver or put-down time changed."""
+        if previous_holder is not None:
+            self.holding.get(previous_holder, set()).discard(entry)
+        at, holder = self.delivered.get(entry, (None, None))
+        if holder is not None and at > self.put_down.get(entry, float("-inf")):
+            self.holding.setdefault(holder, set()).add(entry)
 
     def failed_since(self, entry_id: str, since: float) -> bool:
         return self.failed_at.get(entry_id, float("-inf")) >= since
@@ -69,10 +76,13 @@ class ProgressWatch:
             return
         at = op.get("time", 0.0)
         if f == "deliver":
-            if kind == "ok" and at > self.delivered.get(entry, (float("-inf"), ""))[0]:
+            previous = self.delivered.get(entry)
+            if kind == "ok" and (previous is None or at > previous[0]):
                 self.delivered[entry] = (at, op.get("process", ""))
+                self._settle(entry, previous[1] if previous else None)
         elif f == "dlq":
             self.put_down[entry] = max(at, self.put_down.get(entry, at))
+            self._settle(entry, self.delivered.get(entry, (None, None))[1])
             if kind == "ok":
                 self.handled += 1
         elif f == "apply":
@@ -86,6 +96,7 @@ class ProgressWatch:
             else:
                 self.failed_at[entry] = max(at, self.failed_at.get(entry, at))
             self.put_down[entry] = max(at, self.put_down.get(entry, at))
+            self._settle(entry, self.delivered.get(entry, (None, None))[1])
 
     def poll(self) -> float:
         if not self.dir.is_dir():
@@ -106,9 +117,8 @@ class ProgressWatch:
             if lines[-1]:
                 self.partial[path] = lines[-1]
             for line in lines[:-1]:
-                try:
-                    op = json.loads(line)
-                except ValueError:
+                op = parse_op(line)
+                if op is None:
                     continue
                 self._track(op)
                 if _useful(op):

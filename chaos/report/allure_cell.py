@@ -48,7 +48,10 @@ def allure_active() -> bool:
 
 def severity(result: CellResult) -> str:
     """`blocker` for a lost event, `critical` for a wrong/reordered/unexpected result,
-    `normal` for duplicated effects (or an unknown verdict), `minor` for a clean cell."""
+    `normal` for duplicated effects (or an unknown verdict), `minor` for a clean cell. A cell
+    whose rig broke is `normal` whatever it measured: its figures say nothing about the strategy."""
+    if result.rig_failures:
+        return "normal"
     kinds = {kind for kind, n in result.anomaly_counts.items() if n} | {a.kind for a in result.anomalies}
     if result.counts.lost:
         kinds.add(LOST)
@@ -213,6 +216,8 @@ def _description(obj: dict) -> str:
     expected = obj.get("expected")
     match = "no expectation" if expected is None else (
         "matches its expectation" if obj.get("matches_expectation") else "**does not match its expectation**")
+    if obj.get("rig_failures"):
+        match = "**the rig broke**: the figures below say nothing about the strategy"
     figures = ", ".join(f"{k} {obj.get(k)}" for k in ("published", "lost", "duplicated", "reordered",
                                                       "wrong_final_state_runs", "redelivered", "pending_left", "dlq"))
     lines = [f"**{obj.get('verdict')}** over {obj.get('runs')} runs, {match}.", "", figures + "."]

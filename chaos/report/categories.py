@@ -31,9 +31,10 @@ def _rule(name: str, tag_regex: str, statuses: tuple[str, ...] = ("failed",)) ->
 
 
 CATEGORIES: list[dict] = [
-    _rule("Unknown verdict: the rig broke (a server, the proxy or the fork server failed, or a fault did not "
-          "heal): no strategy is to blame", r"(RigFailure: |RIG FAILURE: |FaultError: )", ("broken", "failed")),
-    _rule("Unknown verdict: the runs could not tell (a worker died outside a fault, the drain stalled)",
+    # the rig: a server, the proxy or the fork server failed outside a fault, or a fault did not heal
+    _rule("Unknown verdict: the rig broke, no strategy is to blame", r"(RigFailure: |RIG FAILURE: |FaultError: )",
+          ("broken", "failed")),
+    _rule("Unknown verdict: the runs could not tell (worker died, drain stalled)",
           r"(UnknownVerdict: |UNKNOWN: )", ("broken", "failed")),
     _rule("Lost events", r"\[LOST: [1-9]"),
     _rule("Wrong final state", r"\[WRONG_(FINAL_STATE_RUNS|KEYS): [1-9]"),

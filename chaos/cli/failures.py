@@ -22,9 +22,10 @@ import sys
 import tempfile
 import time
 import traceback
-from dataclasses import dataclass
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from chaos.errors import EXIT_BAD_ARGS, EXIT_INTERNAL, EXIT_UNKNOWN, BadArguments, RigFailure
 
@@ -32,11 +33,14 @@ from chaos.errors import EXIT_BAD_ARGS, EXIT_INTERNAL, EXIT_UNKNOWN, BadArgument
 @dataclass
 class CrashSite:
     """Where the command is: its run dir (for the traceback) and the JSON of what finished
-    (``cell_json``: the cell under way; ``partial_json``: the command's whole object)."""
+    (``cell_json``: the cell under way; ``partial_json``: the command's whole object; both
+    take the rig failures that ended the cell, if any, to count the broken run unknown)."""
 
     run_dir: Path | None = None
-    cell_json: Callable[[], dict | None] | None = None
-    partial_json: Callable[[], dict | None] | None = None
+    cell_json: Callable[[list[str]], dict | None] | None = None
+    partial_json: Callable[[list[str]], dict | None] | None = None
+    rig_problems: list[str] = field(default_factory=list)   # found when an exception left the cell
+    runs_done: int = 0
 
 
 crash_site = CrashSite()
@@ -56,6 +60,22 @@ def start_topology(backend: str | None, name: str, **options: Any) -> Any:
         if problem is None:
             raise
         raise BadArguments(problem) from None
+
+
+@contextmanager
+def watching(cluster: Any, spared: set[str]) -> Iterator[None]:
+    """An exception escaping a cell while a server or proxy of ``cluster`` is dead or hung
+    (not one ``spared`` by a configured fault) is the rig's failure, not a crash: its
+    problems are noted here, before the cluster is closed, for ``failure`` to report."""
+    try:
+        yield
+    except Exception:
+        from chaos.cluster.health import rig_problems
+        try:
+            crash_site.rig_problems = rig_problems(cluster, spared)
+        except Exception:  # noqa: BLE001 - the original exception is what propagates
+            pass
+        raise
 
 
 def _check_shared_proxy(backend: str | None) -> None:
@@ -86,10 +106,14 @@ def failure(exc: BaseException, args: Any) -> int:
     the JSON of what finished when ``--json`` asked for it."""
     from chaos.cluster.errors import ClusterError, one_line
 
-    rig = isinstance(exc, (ClusterError, RigFailure))
+    problems = list(crash_site.rig_problems)
+    rig = bool(problems) or isinstance(exc, (ClusterError, RigFailure))
     path = write_traceback(exc, args)
     text = one_line(str(exc)) or "(no message)"
-    if rig:
+    if problems:
+        print(f"rig failure: {problems[0].splitlines()[0]} ({type(exc).__name__}: {text}): the cell cannot be "
+              f"judged (verdict unknown); traceback in {path}", file=sys.stderr)
+    elif rig:
         print(f"rig failure: {text}: the cell cannot be judged (verdict unknown); traceback in {path}",
               file=sys.stderr)
     else:
@@ -97,15 +121,11 @@ def failure(exc: BaseException, args: Any) -> int:
               file=sys.stderr)
     if getattr(args, "json", False) and crash_site.partial_json is not None:
         try:
-            out = crash_site.partial_json()
+            out = crash_site.partial_json((problems or [f"rig failure: {exc}"]) if rig else [])
         except Exception:  # noqa: BLE001 - the crash is what we report, not this
             out = None
         if out is not None:
-            if rig and "verdict" in out:
-                reason = f"rig failure: {one_line(str(exc))}"
-                out.update(verdict="unknown", unknown_reasons=[*out.get("unknown_reasons", []), reason],
-                           rig_failures=[*out.get("rig_failures", []), str(exc)])
-            else:
+            if not rig:
                 out["internal_error"] = f"{type(exc).__name__}: {text}"
             out["traceback"] = str(path)
             print(json.dumps(out, default=str))

@@ -64,6 +64,12 @@ def _check_inputs(preset: str, faults: list[str], parts: dict[str, str]) -> Any:
     return strategy
 
 
+def _spared(faults: list[str]) -> set[str]:
+    """The rig components the configured faults may take down (Fault.takes_down)."""
+    from faults.registry import get_fault
+    return set().union(*(get_fault(spec).takes_down for spec in faults))
+
+
 def _expectation(strategy: Any, faults: list[str], parts: dict[str, str]) -> Any:
     from chaos.expectations import expect
     return expect(strategy.label(), [f for f in faults] or None, params=parts or None)
@@ -83,11 +89,17 @@ def run_one_cell(cluster: Any, preset: str, faults: list[str], parts: dict[str, 
 
     def progress(done: int, total: int, run: Any) -> None:
         finished.append(run)
+        failures.crash_site.runs_done = len(finished)
         show(done, total, run)
 
-    def partial() -> dict | None:
-        from chaos.checker import summarize
-        cell = result[0] if result else (summarize(finished) if finished else None)
+    def partial(broken: list[str]) -> dict | None:
+        """The cell so far; ``broken``: the rig failures that ended the run under way (unknown)."""
+        from chaos.checker import FinalState, check_run, summarize
+        done = list(finished)
+        if broken and not result:
+            done.append(check_run([], FinalState(events=[]), run=len(done), seed=seed + len(done),
+                                  rig_failures=broken))
+        cell = result[0] if result else (summarize(done) if done else None)
         if cell is None:
             return None
         try:
@@ -98,10 +110,12 @@ def run_one_cell(cluster: Any, preset: str, faults: list[str], parts: dict[str, 
                             time_scale=time_scale, run_dir=str(root), reproduce=again)
 
     failures.crash_site.run_dir, failures.crash_site.cell_json = root, partial
-    cell = run_cell(cluster, strategy, faults, runs=runs, seed=seed, time_scale=time_scale, run_root=root,
-                    keep_runs="always", progress=progress,
-                    trace=(lambda line: print(line, file=sys.stderr)) if trace else None,
-                    raise_fault_errors=False)
+    failures.crash_site.runs_done = 0
+    with failures.watching(cluster, _spared(faults)):
+        cell = run_cell(cluster, strategy, faults, runs=runs, seed=seed, time_scale=time_scale, run_root=root,
+                        keep_runs="always", progress=progress,
+                        trace=(lambda line: print(line, file=sys.stderr)) if trace else None,
+                        raise_fault_errors=False)
     result.append(cell)
     mismatches = expected.mismatches(cell) if expected is not None else []
     matches = not mismatches
@@ -116,7 +130,7 @@ def run_one_cell(cluster: Any, preset: str, faults: list[str], parts: dict[str, 
                        run_dir=str(root) if keep else None, reproduce=reproduce)
     out["throughput"] = [m.throughput for m in cell.metrics]
     out["notes"] = list(getattr(cell, "notes", None) or [])
-    failures.crash_site.cell_json = lambda: out     # a crash from here on still prints the whole object
+    failures.crash_site.cell_json = lambda _broken: out   # a crash from here on still prints the whole object
     if keep:
         print(f"[{label}] {'unknown verdict' if unknown else 'MISMATCH'}: run dirs kept in {root}", file=sys.stderr)
         for text in mismatches:
@@ -160,7 +174,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     parts = _parts(args.part)
     _check_inputs(args.preset, args.fault or [], parts)
     root = _runs_root(args)
-    failures.crash_site.partial_json = lambda: failures.crash_site.cell_json and failures.crash_site.cell_json()
+    failures.crash_site.partial_json = lambda broken: (failures.crash_site.cell_json
+                                                       and failures.crash_site.cell_json(broken))
     with _start_cluster(args.backend) as cluster:
         out, code = run_one_cell(cluster, args.preset, args.fault or [], parts, runs, args.seed, scale,
                                  args.trace, args.backend, root)
@@ -208,13 +223,14 @@ def cmd_matrix(args: argparse.Namespace) -> int:
     root = _runs_root(args)
     cells, worst = [], EXIT_OK
 
-    def partial() -> dict:   # a crash still prints the cells that finished
+    def partial(_broken: list[str]) -> dict:   # a crash still prints the cells that finished
         return {"schema_version": 1, "topology": topology, "runs": runs, "seed": args.seed, "time_scale": scale,
                 "cells": list(cells), "skipped": skipped}
 
     failures.crash_site.partial_json = partial
     with _start_cluster(args.backend) as cluster:
         for cell in planned:
+            failures.crash_site.cell_json = None
             out, code = run_one_cell(cluster, cell.preset, list(cell.faults), dict(cell.parts), runs or cell.runs,
                                      args.seed, scale, False, args.backend, root)
             row = matrix_cell(out, area=cell.area, expected=cell.expected, parts=cell.parts)

@@ -16,6 +16,11 @@ from typing import Any
 import redis
 from redis.connection import AbstractConnection
 
+try:  # the C packer redis-py itself ends in, without its per-argument Python checks
+    from hiredis import pack_command as _pack_command
+except ModuleNotFoundError:  # pragma: no cover - exercised only where hiredis is absent
+    _pack_command = None
+
 
 def pinned(r: redis.Redis) -> AbstractConnection:
     """The client's one connection, checked out of its pool once (connected on the way)."""
@@ -30,7 +35,11 @@ def exchange(r: redis.Redis, commands: list[tuple[Any, ...]]) -> list[Any]:
     (e.g. NOREPLICAS) is raised once every reply is read, so the connection stays in step;
     a link error disconnects it (redis-py does) and propagates."""
     conn = pinned(r)
-    conn.send_packed_command(conn.pack_commands(commands), check_health=False)
+    if _pack_command is not None:
+        packed = [b"".join([_pack_command(command) for command in commands])]
+    else:
+        packed = conn.pack_commands(commands)
+    conn.send_packed_command(packed, check_health=False)
     replies, error = [], None
     for _ in commands:
         try:

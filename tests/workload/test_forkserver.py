@@ -50,6 +50,31 @@ def test_a_worker_is_a_real_process_and_a_real_sigkill_is_reported(tmp_path):
     assert child.wait(10) == -signal.SIGKILL and not child.alive()
 
 
+def test_a_large_spec_reaches_the_worker_through_a_file_that_is_then_removed(tmp_path):
+    """A producer's 10^5 events do not go through the server's pipe: the child reads them
+    from a file next to its log (and removes it); the worker sees the same spec either way."""
+    from chaos.workload.forkserver import SPEC_IN_FILE_BYTES
+    events = [{"event_id": f"e{n}-1", "key": str(n), "etype": "created", "version": 1, "cost_ms": 0.0,
+               "at_ms": 60_000.0, "producer": "P-order", "poison": False, "stream": "orders", "barrier": ""}
+              for n in range(2000)]
+    spec = {**_waiting_producer(tmp_path), "gate": False, "events": events}
+    assert len(json.dumps(spec)) > SPEC_IN_FILE_BYTES
+    server = fork_server()
+    child = server.spawn(spec, tmp_path / "logs" / "p.log")
+    try:
+        deadline = time.monotonic() + 10
+        started = tmp_path / "history" / "P-order.jsonl"
+        while not started.exists() or b"started" not in started.read_bytes():
+            assert time.monotonic() < deadline and child.alive(), (tmp_path / "logs" / "p.log").read_text()
+            time.sleep(0.01)
+        assert not list((tmp_path / "logs").glob("*.spec.json")), "the spec file was left behind"
+        time.sleep(0.3)   # the first event is due in 60 s: still waiting, not crashed on its spec
+        assert child.alive(), (tmp_path / "logs" / "p.log").read_text()
+    finally:
+        child.kill(signal.SIGKILL)
+        child.wait(10)
+
+
 def test_workers_die_with_a_sigkilled_orchestrator(tmp_path):
     script = textwrap.dedent(f"""
         import json, sys, time

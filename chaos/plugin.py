@@ -21,6 +21,7 @@ import pytest
 import redis
 
 from chaos.cluster import BACKENDS, Cluster, ClusterError, WorkerLinks, check_backend, start_cluster
+from chaos.cluster.health import rig_problems
 from chaos.proxy.client import ToxiproxyClient
 
 # The black-box fixture (`blackbox`) and marker (`@pytest.mark.blackbox(command=, config=)`).
@@ -33,7 +34,7 @@ pytest_plugins = ["chaos.blackbox.pytest_api",
                   "chaos.pytest_topology",    # --chaos-topology replica|sentinel
                   "chaos.pytest_cells"]       # the cell runner (chaos_cell), the per-cell summary
 
-__all__ = ["ChaosOptions", "cluster_name"]
+__all__ = ["ChaosOptions", "cluster_name", "ready_topology"]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -130,10 +131,23 @@ def chaos_cluster(pytestconfig: pytest.Config, chaos_options: ChaosOptions) -> I
 
 @pytest.fixture
 def cluster(chaos_cluster: Cluster) -> Cluster:
-    """The topology after ``reset()``: empty Redis and database, no toxics, original primary.
+    """The topology after ``reset()``: empty Redis and database, no toxics, original primary
+    (see ``ready_topology``)."""
+    return ready_topology(chaos_cluster)
 
-    A reset that fails (a fault that could not be healed) rebuilds the topology in place.
+
+def ready_topology(chaos_cluster: Cluster) -> Cluster:
+    """Reset ``chaos_cluster`` for the next test.
+
+    A reset that fails (a fault that could not be healed) rebuilds the topology in place, and
+    so does a dead proxy server or PostgreSQL (a rig failure of the last test: health.py),
+    without trying a reset first. A dead Redis node is the reset's to restart.
     """
+    # our processes: a poll and a /proc read each; servers that are not ours: a probe each
+    broken = rig_problems(chaos_cluster, spared={"redis", "sentinel"}, deep=chaos_cluster.backend != "native")
+    if broken:
+        chaos_cluster.rebuild(reason="; ".join(b.split("; log tail:")[0] for b in broken))
+        return chaos_cluster
     try:
         chaos_cluster.reset()
     except Exception as exc:  # noqa: BLE001 - any failure: rebuild, and say why

@@ -7,14 +7,24 @@ process, wait for the workload to go quiet, heal the faults, drain with XAUTOCLA
 recovery (bounded and scaled), stop the workers, read the FinalState and call the
 checker. A worker that dies without a fault or failpoint having killed it makes the
 run's verdict `unknown`, with its exit signal and log tail in the reasons.
+
+The rig vouches for itself: a watch thread checks the cluster's servers and proxies and
+the worker fork server throughout the run (chaos/cluster/health.py). A component that
+died, stopped or stopped answering when no configured fault may take it down
+(``Fault.takes_down``), or an error of the orchestrator's own Redis or PostgreSQL
+connection, is a rig failure: the run ends at once (no drain, no waiting out a bound),
+its verdict is `unknown` with the component named in ``rig_failures``, and it still gets
+a RunResult (empty counts when the final state cannot be read).
 """
 from __future__ import annotations
 
+import errno
 import json
 import os
 import random
 import shutil
 import signal
+import socket
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -23,12 +33,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-from chaos.checker import CellResult, RunResult, check_run, summarize
+from chaos.checker import CellResult, Counts, FinalState, RunResult, check_run, summarize
+from chaos.cluster.health import describe_exit as describe_server_exit
+from chaos.cluster.health import rig_problems
 from chaos.cluster.rundirs import runs_dir
+from chaos.proxy.client import ToxiproxyError
 from chaos.errors import BadArguments
 from chaos.history import HistoryWriter, read_history
 from chaos.strategies.delivery.base import GROUP
@@ -57,6 +71,11 @@ STALL_S = 10.0              # no useful op for this long (plus the longest job, 
 FLOOR_EVENTS_PER_S = 200.0  # the workload's first bound allows at least this slow a run
 FOLLOW_RETRY_S = 5.0        # how long a Redis call waits for a primary to answer (a failover's downtime)
 FOLLOW_RETRY_EVERY_S = 0.005
+CALL_TIMEOUT_S = 10.0       # the orchestrator's own Redis/PostgreSQL calls: a stopped server cannot hang a run
+RIG_CHECK_EVERY_S = 0.05    # process checks of the rig (a poll and a /proc read per server)
+RIG_PROBE_EVERY_S = 2.0     # network probes of the rig (PING, SELECT 1, the proxy API)
+RIG_CONFIRM_S = 3.0         # a failed probe is repeated with this timeout before it names anything
+RIG_JOIN_S = 5.0            # how long a fault thread may take to wind down once the rig failed
 
 
 @dataclass(frozen=True)
@@ -83,9 +102,12 @@ class PrimaryRedis:
     def __init__(self, cluster: Any, retry_s: float = FOLLOW_RETRY_S) -> None:
         self._cluster, self._retry_s = cluster, retry_s
         self._clients: dict[str, redis.Redis] = {}
+        self._gone = False
 
     def client(self) -> redis.Redis:
         """The current primary's client, without retries (for a poll that may say "not yet")."""
+        if self._gone:
+            raise redis.ConnectionError("the Redis primary failed under the run (a rig failure): not asked again")
         address = str(self._cluster.primary)
         client = self._clients.get(address)
         if client is None:
@@ -93,19 +115,35 @@ class PrimaryRedis:
             # redis-py's own retries back off up to ~4 s against a node a failover just killed,
             # while the promoted one already answers: retry here, on the primary of the moment
             client.set_retry(Retry(NoBackoff(), 0))
+            client.connection_pool.connection_kwargs.update(socket_timeout=CALL_TIMEOUT_S,
+                                                            socket_connect_timeout=CALL_TIMEOUT_S)
         return client
+
+    def give_up(self) -> None:
+        """No more retrying (the rig failed: a dead server does not come back within the run)."""
+        self._retry_s = 0.0
+
+    def disconnect(self) -> None:
+        """Close every connection, in use or not, and refuse new calls: a call blocked on a
+        stopped primary returns, and none waits on it again."""
+        self._gone = True
+        for client in list(self._clients.values()):
+            try:
+                client.connection_pool.disconnect()
+            except Exception:  # noqa: BLE001 - best effort: the call then ends at its own timeout
+                pass
 
     def __getattr__(self, name: str) -> Any:
         if not callable(getattr(redis.Redis, name, None)):
             return getattr(self.client(), name)
 
         def call(*args: Any, **kwargs: Any) -> Any:
-            deadline = time.monotonic() + self._retry_s
+            started = time.monotonic()
             while True:
                 try:
                     return getattr(self.client(), name)(*args, **kwargs)
                 except (redis.ConnectionError, redis.TimeoutError):
-                    if time.monotonic() > deadline:
+                    if time.monotonic() > started + self._retry_s:     # give_up() ends it at once
                         raise
                     time.sleep(FOLLOW_RETRY_EVERY_S)
         return call
@@ -275,11 +313,28 @@ class _Cell:
             plan.respawn_ms = strategy.delivery.respawn_ms
         self._conn = None
         self.redis = PrimaryRedis(cluster)
+        # rig components the configured faults may kill or stop (not a rig failure when they do)
+        self.spared: set[str] = set().union(*(f.takes_down for f in self.new_faults()))
+        self.pg_gone = False      # PostgreSQL failed under a run: not asked again
 
     def conn(self):
+        if self.pg_gone:
+            raise psycopg.OperationalError("PostgreSQL failed under the run (a rig failure): not asked again")
         if self._conn is None or self._conn.closed:
-            self._conn = self.cluster.pg_connect()
+            self._conn = self.cluster.pg_connect(connect_timeout=int(CALL_TIMEOUT_S))
         return self._conn
+
+    def pg(self, call: Callable[[Any], Any]) -> Any:
+        """``call(conn)`` on the orchestrator's connection; a connection the server closed (a
+        terminated backend) is opened again once: the orchestrator's own reads are idempotent.
+        A server that is gone fails the new connect too, and that error propagates."""
+        try:
+            return call(self.conn())
+        except (psycopg.OperationalError, psycopg.InterfaceError):
+            if self._conn is not None and not (self._conn.closed or self._conn.broken):
+                raise
+            self._conn = None
+            return call(self.conn())
 
     def close(self) -> None:
         if self._conn is not None:
@@ -309,6 +364,132 @@ def _merge_failpoints(sources: list[dict[str, dict]], keys: set[str]) -> dict[st
     return merged
 
 
+class RigWatch:
+    """The rig's health during one run, checked from a thread of its own (so an orchestrator
+    call blocked on a stopped server does not blind it): process checks every
+    RIG_CHECK_EVERY_S, network probes every RIG_PROBE_EVERY_S (a failed probe is confirmed
+    with a longer timeout before it names anything). A finding ends the run: the faults'
+    stop event is set, the orchestrator's Redis client stops retrying and a PostgreSQL
+    connection to a broken server is shut, so a call blocked on it returns."""
+
+    def __init__(self, run: "_Run") -> None:
+        self.run = run
+        self.failures: list[str] = []
+        self.failed = threading.Event()
+        self.forks: Any = None          # the run's ForkServer, once it is used
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._loop, name=f"rig-watch-{self.run.index}", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(RIG_CONFIRM_S + 5)
+
+    def _loop(self) -> None:
+        probed = time.monotonic()
+        while not self._stop.wait(RIG_CHECK_EVERY_S) and not self.failed.is_set():
+            deep = time.monotonic() - probed >= RIG_PROBE_EVERY_S
+            if deep:
+                probed = time.monotonic()
+            try:
+                self.check(deep=deep)
+            except Exception:  # noqa: BLE001 - a check that breaks must not end the run; the next one runs
+                pass
+
+    def problems(self, deep: bool = False) -> list[str]:
+        """What is wrong now ([] when sound); probes only when ``deep``, confirmed before naming."""
+        cell = self.run.cell
+        found = rig_problems(cell.cluster, cell.spared)
+        forks = self.forks
+        if forks is not None and forks._proc is not None and not forks.alive():
+            found.append(f"worker fork server (pid {forks._proc.pid}) died: "
+                         f"{describe_server_exit(forks._proc.returncode)}; log tail:\n"
+                         f"(it writes to the orchestrator's stderr; its workers died with it)")
+        full = disk_full(self.run.dir)
+        if full:
+            found.append(full)
+        if deep and not found and rig_problems(cell.cluster, cell.spared, deep=True):
+            time.sleep(0.2)
+            found = rig_problems(cell.cluster, cell.spared, deep=True, timeout=RIG_CONFIRM_S)
+        return found
+
+    def check(self, deep: bool = False) -> list[str]:
+        found = self.problems(deep)
+        if found:
+            self.record(found)
+        return found
+
+    def record(self, found: list[str]) -> None:
+        with self._lock:
+            known = {f.split("; log tail:")[0] for f in self.failures}
+            new = [f for f in found if f.split("; log tail:")[0] not in known]
+            self.failures += new
+        if not new:
+            return
+        run = self.run
+        self.failed.set()
+        run.stop_event.set()
+        run.cell.redis.give_up()
+        if any(f.startswith("PostgreSQL") for f in new):
+            run.cell.pg_gone = True
+            _shut(run.cell._conn)
+        if any(f.startswith("Redis") and "(primary)" in f.split(";")[0] for f in new):
+            run.cell.redis.disconnect()
+
+    def final_state_source(self) -> str:
+        """The failure of a server the final state is read from (the primary, PostgreSQL), or ''."""
+        return next((f.split("; log tail:")[0] for f in self.failures
+                     if f.startswith("PostgreSQL") or (f.startswith("Redis") and "(primary)" in f)), "")
+
+
+def disk_full(path: Path, error: BaseException | None = None) -> str:
+    """'' unless the file system of the run dir has no block left (for anyone, root included):
+    workers then lose history lines and the checker would judge an incomplete history."""
+    try:
+        st = os.statvfs(path)
+    except OSError:
+        return ""
+    if st.f_bfree and error is None:
+        return ""
+    size_kb = st.f_blocks * st.f_frsize // 1024
+    what = f"{type(error).__name__}: {error}" if error is not None else os.strerror(errno.ENOSPC)
+    return (f"run dir {path} full: {what} ({st.f_bfree * st.f_frsize // 1024} of {size_kb} KB free); "
+            f"log tail:\n(free space where run dirs go: --run-dir or CHAOS_RUNS_DIR)")
+
+
+def _no_space(exc: BaseException) -> bool:
+    return isinstance(exc, OSError) and exc.errno == errno.ENOSPC
+
+
+def _shut(conn: Any) -> None:
+    """Shut the socket under a psycopg connection: a call blocked on a stopped server returns
+    (with an OperationalError) instead of waiting for ever."""
+    try:
+        if conn is None or conn.closed:
+            return
+        sock = socket.socket(fileno=os.dup(conn.pgconn.socket))
+        try:
+            sock.shutdown(socket.SHUT_RDWR)
+        finally:
+            sock.close()
+    except Exception:  # noqa: BLE001 - best effort: the call then ends at its own timeout
+        pass
+
+
+class _RigFailed(Exception):
+    """The rig failed (the strings are in RigWatch.failures): end the run now."""
+
+
+# What the orchestrator's own calls raise when the rig under them breaks.
+RIG_ERRORS = (_RigFailed, redis.ConnectionError, redis.TimeoutError, psycopg.OperationalError,
+              psycopg.InterfaceError, ToxiproxyError)
+
+
 class _Run:
     """One run of a cell (see the module doc for the phases)."""
 
@@ -324,6 +505,41 @@ class _Run:
         self.incarnation: dict[str, int] = {}
         self.phases: list[Phase] = []
         self.notes: list[str] = []
+        self.rig = RigWatch(self)
+        self.drain_end = ""        # why the drain ended (what explains the entries it left)
+
+    def log_op(self, value: dict) -> None:
+        """An orchestrator info op; a full run dir is a rig failure, not a crash."""
+        try:
+            self.orchestrator.op("info", "log", value=value)
+        except OSError as exc:
+            if not _no_space(exc):
+                raise
+            self.rig.record([disk_full(self.dir, exc)])
+
+    @property
+    def rig_failures(self) -> list[str]:
+        return self.rig.failures
+
+    def raise_if_rig_failed(self) -> None:
+        if self.rig.failed.is_set():
+            raise _RigFailed("; ".join(f.split("; log tail:")[0] for f in self.rig.failures))
+
+    def rig_error(self, exc: BaseException, where: str) -> None:
+        """An orchestrator call failed under the rig: name the broken component (a confirmed
+        probe), else the connection itself."""
+        if isinstance(exc, _RigFailed):
+            return
+        if self.rig.check(deep=True):
+            return
+        if isinstance(exc, ToxiproxyError):
+            name = "proxy server (its API, asked by the orchestrator)"
+        elif isinstance(exc, redis.RedisError):
+            name = "Redis primary (the orchestrator's connection)"
+        else:
+            name = "PostgreSQL (the orchestrator's connection)"
+        self.rig.record([f"{name} failed during the {where}: {type(exc).__name__}: {str(exc).strip()[:500]}; "
+                         f"log tail:\n(the server itself answers its probe)"])
 
     # -- state -------------------------------------------------------------------------
     def reset_state(self, events: list[Event]) -> None:
@@ -333,14 +549,16 @@ class _Run:
             self.cell._conn = None
         r = self.cell.redis
         r.flushall()
-        conn = self.cell.conn()
-        schema.ensure_schema(conn)
         guard = self.cell.strategy.guard
-        if guard.schema:
-            conn.execute(guard.schema)
-        schema.truncate_all(conn)
-        if guard.seeds_rows:
-            schema.seed_rows(conn, {e.key for e in events})
+
+        def prepare(conn: Any) -> None:
+            schema.ensure_schema(conn)
+            if guard.schema:
+                conn.execute(guard.schema)
+            schema.truncate_all(conn)
+            if guard.seeds_rows:
+                schema.seed_rows(conn, {e.key for e in events})
+        self.cell.pg(prepare)
         for stream in self.cell.streams:
             r.xgroup_create(stream, GROUP, id="0", mkstream=True)
 
@@ -365,11 +583,14 @@ class _Run:
                     "redis_url": hl.redis_url, "pg_dsn": hl.pg_dsn,
                     "failpoints": _merge_failpoints(sources, {"worker", "consumer", helper}) if failpoints else {}}
         log = self.dir / "logs" / f"{name}.log"
-        child = fork_server().spawn(spec, log)
+        forks = fork_server()
+        if self.rig.forks is None:
+            self.rig.forks = forks
+        child = forks.spawn(spec, log)
         handle = WorkerHandle(name, plan, links, child, log)
         self.handles.append(handle)
         self.current[plan.name] = handle
-        self.orchestrator.op("info", "log", value={"spawned": name, "pid": child.pid, "role": plan.role})
+        self.log_op({"spawned": name, "pid": child.pid, "role": plan.role})
         return handle
 
     def blocked_readers(self, r: Any = None) -> int:
@@ -379,6 +600,7 @@ class _Run:
     def wait_ready(self, handle: WorkerHandle, blocked: int) -> None:
         deadline = time.monotonic() + READY_TIMEOUT_S
         while self.blocked_readers() < blocked:
+            self.raise_if_rig_failed()
             if not handle.alive() or time.monotonic() > deadline:
                 raise _RunAborted(f"{handle.name} never started reading ({describe_exit(handle.child.exitcode)}); "
                                   f"log tail:\n{tail(handle.log)}")
@@ -389,6 +611,7 @@ class _Run:
         deadline = time.monotonic() + READY_TIMEOUT_S
         for handle in handles:
             while not ready_marker(self.dir, handle.name).exists():
+                self.raise_if_rig_failed()
                 if not handle.alive() or time.monotonic() > deadline:
                     raise _RunAborted(f"{handle.name} never got ready ({describe_exit(handle.child.exitcode)}); "
                                       f"log tail:\n{tail(handle.log)}")
@@ -411,7 +634,7 @@ class _Run:
             if handle.plan.kind == PRODUCER and code == 0:
                 continue
             killed = handle.expected_exit or self._killed_by_failpoint(handle)
-            self.orchestrator.op("info", "log", value={"exited": handle.name, "how": describe_exit(code),
+            self.log_op({"exited": handle.name, "how": describe_exit(code),
                                                       "expected": killed})
             if killed:
                 if handle.plan.respawn:
@@ -420,6 +643,8 @@ class _Run:
                 continue
             self.reasons.append(f"{handle.name} (pid {handle.pid}) died unexpectedly: {describe_exit(code)}; "
                                 f"log tail:\n{tail(handle.log)}")
+        if self.rig.failed.is_set():
+            self.respawns.clear()      # the rig is gone: nothing to respawn onto
         for due, handle in list(self.respawns):
             if due <= now:
                 self.respawns.remove((due, handle))
@@ -460,6 +685,7 @@ class _Run:
         started = time.monotonic()
         first_ops = progress.useful_ops
         while True:
+            self.raise_if_rig_failed()
             self.check_deaths()
             if done():
                 return None
@@ -498,6 +724,9 @@ class _Run:
             try:
                 with self.phase("reset"):
                     self.reset_state(events)
+                self.rig.start()       # after the reset: a reset restarts servers on purpose
+                self.rig.check(deep=True)
+                self.raise_if_rig_failed()
                 with self.phase("arm"):
                     self.start_workload(events, producer_plans, faults, threads)
                 self.progress = ProgressWatch(self.dir)
@@ -505,23 +734,53 @@ class _Run:
                     self.workload_phase(events)
             except _RunAborted as exc:
                 self.reasons.append(str(exc))
+            except RIG_ERRORS as exc:
+                self.rig_error(exc, "workload")
+            except OSError as exc:
+                if not _no_space(exc):
+                    raise
+                self.rig.record([disk_full(self.dir, exc)])
             finally:
                 self.stop_event.set()
                 with self.phase("heal"):
                     self.join_faults(threads)
-            if not self.reasons or all("died unexpectedly" in r for r in self.reasons):
+            if not self.rig.failed.is_set() and (
+                    not self.reasons or all("died unexpectedly" in r for r in self.reasons)):
                 with self.phase("drain"):
-                    self.drain_phase(events)
+                    try:
+                        self.drain_phase(events)
+                    except RIG_ERRORS as exc:
+                        self.rig_error(exc, "drain")
+                    except OSError as exc:
+                        if not _no_space(exc):
+                            raise
+                        self.rig.record([disk_full(self.dir, exc)])
         finally:
             with self.phase("stop"):
                 self.stop_all()
         with self.phase("check"):
-            final = read_final_state(cell.redis, cell.conn(), cell.streams, GROUP,
-                                     cell.strategy.ack.dlq, events)
-            self.orchestrator.close()
-            self.nemesis.close()
+            try:
+                final, unread = self.read_final(events)
+            finally:
+                self.rig.stop()
+            for writer in (self.orchestrator, self.nemesis):
+                try:
+                    writer.close()
+                except OSError as exc:
+                    if not _no_space(exc):
+                        raise
+                    self.rig.record([disk_full(self.dir, exc)])
             history = read_history(self.dir, run=self.index)
-            result = check_run(history, final, run=self.index, unknown_reasons=self.reasons, seed=self.seed)
+            if not self.reasons and not self.rig.failures and not unread:
+                self.reasons += self.leftovers(final)
+            if self.rig.failures:     # a fault that failed on a broken rig is the rig's failure, not the fault's
+                self.reasons += [r for r in self.fault_errors if r not in self.reasons]
+                self.fault_errors = []
+            result = check_run(history, final, run=self.index, unknown_reasons=self.reasons, seed=self.seed,
+                               rig_failures=self.rig.failures)
+            if unread:
+                result.counts, result.anomalies, result.anomaly_counts, result.final_state = Counts(), [], {}, {}
+                result.unknown_reasons.append(unread)
         self.phases += fault_phases(history, self.index)
         self.notes = [f"run {self.index}: {note}" for note in late_fault_notes(history, self.t0)]
         handled, work_s = _work_metrics(history)
@@ -539,11 +798,50 @@ class _Run:
                 cell.trace(f"note: {note}")
         return result, metrics
 
+    def read_final(self, events: list[Event]) -> tuple[FinalState, str]:
+        """The FinalState, and '' ; or, when the rig lets it not be read in full, an empty one
+        (the intended events only) and the sentence saying so (the counts are then left empty)."""
+        cell = self.cell
+        broken = self.rig.final_state_source()
+        if broken:
+            return self._empty_final(events), f"the final state was not read ({broken}): the counts are left empty"
+        try:
+            return cell.pg(lambda conn: read_final_state(cell.redis, conn, cell.streams, GROUP,
+                                                         cell.strategy.ack.dlq, events)), ""
+        except RIG_ERRORS as exc:
+            self.rig_error(exc, "final-state read")
+            return self._empty_final(events), (f"the final state could not be read ({type(exc).__name__}: {str(exc).strip()[:300]}): "
+                           f"the counts are left empty")
+
+    @staticmethod
+    def _empty_final(events: list[Event]) -> FinalState:
+        seen: dict[str, dict] = {}
+        for ev in events:
+            seen.setdefault(ev.event_id, ev.intended())
+        return FinalState(events=list(seen.values()))
+
+    def leftovers(self, final: FinalState) -> list[str]:
+        """A run ends valid or invalid only when the drain reached a state the preset and faults
+        explain: nothing undelivered, and pending entries only where nobody was left to claim
+        them (every consumer gone by a configured kill), nobody claims (claim=never) or each
+        failed again in the drain (a poison entry). Else a reason naming what was left."""
+        if not final.undelivered and not final.pending:
+            return []
+        left = []
+        if final.undelivered and self.drain_end != "nobody left":
+            left.append(f"{len(final.undelivered)} undelivered")
+        if final.pending and self.drain_end not in ("nobody left", "no claims", "failed again"):
+            left.append(f"{len(final.pending)} pending")
+        if not left:
+            return []
+        return [f"the run ended with {' and '.join(left)} entries that nothing explains "
+                f"(the drain ended: {self.drain_end or 'not run'}; {self.stream_state()})"]
+
     def start_workload(self, events: list[Event], producer_plans: list[ProcessPlan], faults: list[Any],
                        threads: list[Any]) -> None:
         """Consumers (each until it blocks in XREADGROUP), gated producers, faults armed, then t0."""
         cell = self.cell
-        self.orchestrator.op("info", "log", value={"run": self.index, "seed": self.seed,
+        self.log_op({"run": self.index, "seed": self.seed,
                                                   "preset": cell.strategy.label()})
         blocked = 0
         for plan in cell.consumer_plans:
@@ -569,7 +867,7 @@ class _Run:
                     self._fault_failed(fault, heal_exc)
                 raise _RunAborted(f"fault {fault.name} could not be armed") from exc
         self.t0 = time.monotonic()
-        self.orchestrator.op("info", "log", value={"phase": "workload", "t0": self.t0})
+        self.log_op({"phase": "workload", "t0": self.t0})
         for handle in gated:
             handle.child.kill(signal.SIGUSR2)  # its t0: the schedule starts now
         for plan in producer_plans:
@@ -579,8 +877,9 @@ class _Run:
     def join_faults(self, threads: list[Any]) -> None:
         """Wait for each fault's thread, then heal it (FaultThread.join always heals)."""
         for thread in threads:
+            bound = RIG_JOIN_S if self.rig.failed.is_set() else max(10.0, 60 * self.cell.time_scale)
             try:
-                thread.join(timeout_s=max(10.0, 60 * self.cell.time_scale))
+                thread.join(timeout_s=bound)
             except Exception as exc:  # noqa: BLE001 - FaultError and anything else: verdict unknown
                 self._fault_failed(thread.fault, exc)
 
@@ -636,7 +935,7 @@ class _Run:
         def done() -> bool:
             if self.live(PRODUCER) or any(h.plan.kind == PRODUCER for _, h in self.respawns):
                 return False
-            if not producer.drained(cell.conn()):
+            if not cell.pg(producer.drained):
                 return False
             if cell.strategy.ack.after and _acked_or_none(cell):
                 return True
@@ -655,9 +954,10 @@ class _Run:
         """Recovery: consumers run XAUTOCLAIM until everything is acked, or until every entry
         still pending was claimed again in the drain and failed again (a poison entry)."""
         cell, watch = self.cell, self.progress
-        if _acked_or_none(cell) and cell.strategy.producer.drained(cell.conn()):
+        if _acked_or_none(cell) and cell.pg(cell.strategy.producer.drained):
+            self.drain_end = "acked"
             return
-        self.orchestrator.op("info", "log", value={"phase": "drain"})
+        self.log_op({"phase": "drain"})
         for handle in self.live(CONSUMER):
             handle.drain_signalled = True
             handle.child.kill(signal.SIGCONT)
@@ -672,19 +972,25 @@ class _Run:
                 if not handle.drain_signalled:
                     handle.drain_signalled = True  # a respawned consumer joins the drain
                     handle.child.kill(signal.SIGUSR1)
-            if _acked_or_none(cell) and cell.strategy.producer.drained(cell.conn()):
+            if _acked_or_none(cell) and cell.pg(cell.strategy.producer.drained):
+                self.drain_end = "acked"
                 return True
             if not self.live(CONSUMER) and not self.respawns:
+                self.drain_end = "nobody left"
                 return True  # nobody left to recover anything: report what is pending
-            if not self.consumers_idle(watch) or not cell.strategy.producer.drained(cell.conn()):
+            if not self.consumers_idle(watch) or not cell.pg(cell.strategy.producer.drained):
                 return False
             if not claims:
+                self.drain_end = "no claims"
                 return True  # nobody will claim what is pending: report it
             try:
                 pending = pending_entries(cell.redis.client(), cell.streams, GROUP)
             except (redis.ConnectionError, redis.TimeoutError):
                 return False
-            return final_when_failed and all(watch.failed_since(entry, began) for entry in pending)
+            if final_when_failed and all(watch.failed_since(entry, began) for entry in pending):
+                self.drain_end = "failed again"
+                return True
+            return False
 
         idle = cell.time_scale * cell.strategy.delivery.claim_idle_ms / 1000.0
         bound = max(10.0, 10 * idle + 30 * cell.time_scale)
@@ -700,7 +1006,8 @@ class _Run:
             handle.stopping = True
             handle.child.kill(signal.SIGCONT)
             handle.child.kill(signal.SIGTERM)
-        deadline = time.monotonic() + STOP_GRACE_S
+        grace = STOP_GRACE_S / 4 if self.rig.failed.is_set() else STOP_GRACE_S   # a broken rig: their history is moot
+        deadline = time.monotonic() + grace
         for handle in self.handles:
             handle.child.wait(max(0.0, deadline - time.monotonic()))
         for handle in self.handles:
@@ -797,6 +1104,8 @@ def run_cell(cluster: Any, preset: str | Strategy, faults: Sequence[Any] = (), r
                 progress(index + 1, runs, result)
             if fault_errors and raise_fault_errors:
                 break
+            if run.rig_failures:
+                break      # the rig is broken: the next runs would stand on it
     finally:
         cell.close()
     summary = summarize(results)

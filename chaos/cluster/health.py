@@ -6,7 +6,8 @@ lists them: for a backend whose processes are ours (native, sentinel) a check co
 ``poll()`` and a read of ``/proc/<pid>/stat`` (died? stopped by SIGSTOP?); a network probe
 (PING, ``SELECT 1``, the proxy API's version) runs only when asked (``deep``), since a
 SIGSTOPped server still accepts TCP connections and only the process state says so. For a
-backend whose servers are someone else's (compose, external) the probe is the only check.
+backend whose servers are someone else's (compose, external) the probe is the only check,
+so it is found by a ``deep`` check only.
 
 ``rig_problems`` turns that into the strings the orchestrator hands the checker: each
 starts with the component's name and carries its log tail, and a healthy component is
@@ -41,13 +42,13 @@ class Component:
 
     def problem(self, deep: bool = False, timeout: float = PROBE_TIMEOUT_S) -> str:
         """'' when healthy, else e.g. ``died: killed by SIGKILL``, ``stopped (SIGSTOP): state T``
-        or ``unreachable at 127.0.0.1:5432: OperationalError: ...``. ``deep`` adds the network
-        probe for a server whose process looks fine (always probed when the process is not ours)."""
+        or ``unreachable at 127.0.0.1:5432: OperationalError: ...``. Without ``deep`` only our
+        own processes are checked (cheap: no network); ``deep`` probes over the network too."""
         if self.server is not None:
             found = process_problem(self.server)
             if found or not deep:
                 return found
-        if self.probe is None:
+        if self.probe is None or not deep:
             return ""
         try:
             self.probe(timeout)
@@ -102,20 +103,26 @@ def process_problem(server: Any) -> str:
     state = process_state(proc.pid)
     if state in ("T", "t"):
         return f"stopped (SIGSTOP): state {state}"
-    if state == "Z":
-        return "died: a zombie (exited, not reaped)"
+    if state == "Z":      # exited; another thread holds the reaping lock: wait for the code
+        try:
+            code = proc.wait(0.5)
+        except Exception:  # noqa: BLE001 - still not reaped: say what is known
+            return "died: exited (not reaped yet)"
+        return f"died: {describe_exit(code)}"
     return ""
 
 
-def rig_problems(cluster: "Cluster", spared: Iterable[str] = (), *, deep: bool = False) -> list[str]:
+def rig_problems(cluster: "Cluster", spared: Iterable[str] = (), *, deep: bool = False,
+                 timeout: float = PROBE_TIMEOUT_S) -> list[str]:
     """One string per component that is not sound and not ``spared`` (kinds or names a configured
-    fault may take down): ``"<name> (pid N) <problem>; log tail:\\n<tail>"``."""
+    fault may take down): ``"<name> (pid N) <problem>; log tail:\\n<tail>"``. ``deep`` adds the
+    network probes (``timeout`` each)."""
     spared = set(spared)
     out = []
     for component in cluster.components():
         if component.matches(spared):
             continue
-        found = component.problem(deep=deep)
+        found = component.problem(deep=deep, timeout=timeout)
         if found:
             out.append(f"{component.label()} {found}; log tail:\n{component.log_tail()}")
     return out

@@ -133,6 +133,10 @@ class NativeCluster(Cluster):
 
     def _close_servers(self) -> None:
         try:
+            self._resume_servers()      # a SIGSTOPped server cannot act on its stop signal (PostgreSQL's SIGQUIT)
+        except OSError:
+            pass                        # one died meanwhile: stop() below deals with it
+        try:
             if self._shared_api:          # leave the shared server as we found it
                 for name in self._own_proxies():
                     self.api.delete_proxy(name)

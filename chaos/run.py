@@ -634,13 +634,13 @@ class _Run:
             if handle.plan.kind == PRODUCER and code == 0:
                 continue
             killed = handle.expected_exit or self._killed_by_failpoint(handle)
-            self.log_op({"exited": handle.name, "how": describe_exit(code),
-                                                      "expected": killed})
+            self.log_op({"exited": handle.name, "how": describe_exit(code), "expected": killed})
             if killed:
                 if handle.plan.respawn:
                     delay = self.cell.time_scale * handle.plan.respawn_ms / 1000.0
                     self.respawns.append((now + delay, handle))
                 continue
+            self.rig.check()     # at once: the fork server's death takes its workers (before the watch's next tick)
             self.reasons.append(f"{handle.name} (pid {handle.pid}) died unexpectedly: {describe_exit(code)}; "
                                 f"log tail:\n{tail(handle.log)}")
         if self.rig.failed.is_set():
@@ -760,6 +760,7 @@ class _Run:
                 self.stop_all()
         with self.phase("check"):
             try:
+                self.rig.check()     # a run shorter than the watch's period is checked too
                 final, unread = self.read_final(events)
             finally:
                 self.rig.stop()
@@ -841,8 +842,7 @@ class _Run:
                        threads: list[Any]) -> None:
         """Consumers (each until it blocks in XREADGROUP), gated producers, faults armed, then t0."""
         cell = self.cell
-        self.log_op({"run": self.index, "seed": self.seed,
-                                                  "preset": cell.strategy.label()})
+        self.log_op({"run": self.index, "seed": self.seed, "preset": cell.strategy.label()})
         blocked = 0
         for plan in cell.consumer_plans:
             handle = self.spawn(plan, t0=self.t0)

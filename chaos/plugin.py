@@ -144,7 +144,7 @@ def ready_topology(chaos_cluster: Cluster) -> Cluster:
     without trying a reset first. A dead Redis node is the reset's to restart.
     """
     # our processes: a poll and a /proc read each; servers that are not ours: a probe each
-    broken = rig_problems(chaos_cluster, spared={"redis", "sentinel"}, deep=chaos_cluster.backend != "native")
+    broken = rig_problems(chaos_cluster, spared={"redis", "sentinel"})
     if broken:
         chaos_cluster.rebuild(reason="; ".join(b.split("; log tail:")[0] for b in broken))
         return chaos_cluster

@@ -404,7 +404,7 @@ class RigWatch:
     def problems(self, deep: bool = False) -> list[str]:
         """What is wrong now ([] when sound); probes only when ``deep``, confirmed before naming."""
         cell = self.run.cell
-        found = rig_problems(cell.cluster, cell.spared)
+        found = rig_problems(cell.cluster, cell.spared, remote=False)    # exact and cheap; probes below, confirmed
         forks = self.forks
         if forks is not None and forks._proc is not None and not forks.alive():
             found.append(f"worker fork server (pid {forks._proc.pid}) died: "

@@ -6,8 +6,8 @@ lists them: for a backend whose processes are ours (native, sentinel) a check co
 ``poll()`` and a read of ``/proc/<pid>/stat`` (died? stopped by SIGSTOP?); a network probe
 (PING, ``SELECT 1``, the proxy API's version) runs only when asked (``deep``), since a
 SIGSTOPped server still accepts TCP connections and only the process state says so. For a
-backend whose servers are someone else's (compose, external) the probe is the only check,
-so it is found by a ``deep`` check only.
+backend whose servers are someone else's (compose, external) the probe is the only check
+(skipped by a frequent check with ``remote=False``).
 
 ``rig_problems`` turns that into the strings the orchestrator hands the checker: each
 starts with the component's name and carries its log tail, and a healthy component is
@@ -40,15 +40,18 @@ class Component:
     server: Any = field(default=None, repr=False, compare=False)     # the LocalServer, when it is ours
     probe: Callable[[float], None] | None = field(default=None, repr=False, compare=False)  # raises if unreachable
 
-    def problem(self, deep: bool = False, timeout: float = PROBE_TIMEOUT_S) -> str:
+    def problem(self, deep: bool = False, timeout: float = PROBE_TIMEOUT_S, remote: bool = True) -> str:
         """'' when healthy, else e.g. ``died: killed by SIGKILL``, ``stopped (SIGSTOP): state T``
-        or ``unreachable at 127.0.0.1:5432: OperationalError: ...``. Without ``deep`` only our
-        own processes are checked (cheap: no network); ``deep`` probes over the network too."""
+        or ``unreachable at 127.0.0.1:5432: OperationalError: ...``. Our own processes are
+        checked by pid, and probed over the network too when ``deep``; a server that is not ours
+        is always probed, unless ``remote`` is False (a frequent check that must stay cheap)."""
         if self.server is not None:
             found = process_problem(self.server)
             if found or not deep:
                 return found
-        if self.probe is None or not deep:
+        elif not (remote or deep):
+            return ""
+        if self.probe is None:
             return ""
         try:
             self.probe(timeout)
@@ -113,16 +116,17 @@ def process_problem(server: Any) -> str:
 
 
 def rig_problems(cluster: "Cluster", spared: Iterable[str] = (), *, deep: bool = False,
-                 timeout: float = PROBE_TIMEOUT_S) -> list[str]:
+                 timeout: float = PROBE_TIMEOUT_S, remote: bool = True) -> list[str]:
     """One string per component that is not sound and not ``spared`` (kinds or names a configured
     fault may take down): ``"<name> (pid N) <problem>; log tail:\\n<tail>"``. ``deep`` adds the
-    network probes (``timeout`` each)."""
+    network probes of our processes (``timeout`` each); ``remote=False`` skips the probes of
+    servers that are not ours (see Component.problem)."""
     spared = set(spared)
     out = []
     for component in cluster.components():
         if component.matches(spared):
             continue
-        found = component.problem(deep=deep, timeout=timeout)
+        found = component.problem(deep=deep, timeout=timeout, remote=remote)
         if found:
             out.append(f"{component.label()} {found}; log tail:\n{component.log_tail()}")
     return out

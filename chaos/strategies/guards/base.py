@@ -4,6 +4,8 @@ A guard is the write side of a strategy. It gets the event, the stream entry id 
 `work` callable (the job's simulated cost; it raises PoisonJob for a poison job) and
 returns an Outcome: rows the effect write affected and the effect kind the checker
 reads (`applied`, `stale` for a rejected older version, `duplicate` for a seen event id).
+`rows` straight from `write`/`write_in_tx` also hands the checker the key's write sequence
+number (`value.seq`, the commit order of the key's writes; effect.py).
 Guards run inside consumer processes, bound to that process's environment (GuardEnv).
 """
 from __future__ import annotations
@@ -44,6 +46,14 @@ class Outcome:
     rows: int
     effect: str
     value: Any = None
+
+    def __post_init__(self) -> None:
+        """`rows` straight from an effect write (Written) brings the key's write sequence number
+        into the value as `seq`: the checker orders the key's writes by it (commit order)."""
+        seq = getattr(self.rows, "seq", None)
+        self.rows = int(self.rows)
+        if seq is not None and (self.value is None or isinstance(self.value, dict)):
+            self.value = {**(self.value or {}), "seq": seq}
 
 
 class Guard(Part):

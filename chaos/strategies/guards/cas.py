@@ -15,7 +15,6 @@ from typing import Callable
 import psycopg
 
 from chaos.strategies.guards.base import APPLIED, STALE, Guard, Outcome
-from chaos.strategies.guards.effect import with_seq
 from chaos.params import Param
 from chaos.events import Event
 
@@ -63,6 +62,5 @@ class Cas(Guard):
                 if attempt > self.max_retries:
                     raise
         # `written` is the committed attempt's (a retry replaces a rolled-back attempt's)
-        return Outcome(written.rows, APPLIED if written.rows else STALE,
-                       with_seq({"status": ev.etype, "written_version": version, "retries": attempt,
-                                 "locked_at": locked_at}, written))
+        return Outcome(written, APPLIED if written else STALE,
+                       {"status": ev.etype, "written_version": version, "retries": attempt, "locked_at": locked_at})

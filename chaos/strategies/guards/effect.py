@@ -11,7 +11,7 @@ not by when a worker got round to logging the write).
 """
 from __future__ import annotations
 
-from typing import Any, NamedTuple, Protocol
+from typing import Any, Protocol
 
 import psycopg
 
@@ -27,12 +27,17 @@ class Failpoints(Protocol):
             event_id: str | None = None, **context: Any) -> None: ...
 
 
-class Written(NamedTuple):
-    """What one effect write did: rows changed (0: missing row or rejected older version) and,
-    when it changed the row, the key's write sequence number it took (else None)."""
+class Written(int):
+    """Rows the effect write changed (an int: 0 for a missing row or a rejected older version),
+    carrying `seq`, the key's write sequence number the write took (None when it changed nothing).
+    An Outcome built from it puts `seq` into the apply op's value (base.Outcome)."""
 
-    rows: int
     seq: int | None
+
+    def __new__(cls, rows: int, seq: int | None = None) -> Written:
+        written = super().__new__(cls, rows)
+        written.seq = seq
+        return written
 
 
 # One statement, so an autocommit write is one round trip; the projection row exists for
@@ -47,7 +52,7 @@ _IF_OLDER = _WRITE.format(guard="AND version < %(version)s")
 
 def write_state(cur: psycopg.Cursor, ev: Event, *, version: int | None = None, if_older: bool = False,
                 failpoints: Failpoints | None = None) -> Written:
-    """The state write's rows and write sequence number.
+    """The state write's rows, with the write sequence number it took (Written).
 
     `failpoints` gets the `before_commit` hit (inside the transaction, after the writes).
     """
@@ -62,6 +67,6 @@ def write_state(cur: psycopg.Cursor, ev: Event, *, version: int | None = None, i
 
 def with_seq(value: dict, written: Written) -> dict:
     """The apply op's value with `seq` (the key's commit-ordered position) when the write changed the row."""
-    if written.seq is not None:
+    if getattr(written, "seq", None) is not None:
         value["seq"] = written.seq
     return value

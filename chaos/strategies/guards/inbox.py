@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Callable
 
 from chaos.strategies.guards.base import APPLIED, DUPLICATE, STALE, Guard, Outcome
-from chaos.strategies.guards.effect import Written, with_seq
+from chaos.strategies.guards.effect import Written
 from chaos.params import Param
 from chaos.events import Event
 
@@ -52,5 +52,4 @@ class Inbox(Guard):
                     self.env.failpoints.hit("before_commit", **ev.op_fields())
         if not seen:
             return Outcome(0, DUPLICATE, {"status": ev.etype, "inbox": "seen"})
-        return Outcome(rows, APPLIED if rows or not self.cas else STALE,
-                       with_seq({"status": ev.etype}, Written(rows, seq)))
+        return Outcome(Written(rows, seq), APPLIED if rows or not self.cas else STALE, {"status": ev.etype})

@@ -15,7 +15,6 @@ from typing import Callable
 import redis
 
 from chaos.strategies.guards.base import APPLIED, Guard, Outcome
-from chaos.strategies.guards.effect import with_seq
 from chaos.params import Param
 from chaos.events import Event
 
@@ -62,8 +61,8 @@ class Lock(Guard):
         env.op("ok", "lock", key=ev.key, event_id=ev.event_id, value={"token": token, "tries": tries})
         self._held = (name, token, ev)
         work()
-        written = self.write_in_tx(ev)
-        return Outcome(written.rows, APPLIED, with_seq({"status": ev.etype}, written))
+        rows = self.write_in_tx(ev)
+        return Outcome(rows, APPLIED, {"status": ev.etype})
 
     def after_apply(self) -> None:
         held, self._held = getattr(self, "_held", None), None

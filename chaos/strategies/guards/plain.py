@@ -4,7 +4,6 @@ from __future__ import annotations
 from typing import Callable
 
 from chaos.strategies.guards.base import APPLIED, Guard, Outcome
-from chaos.strategies.guards.effect import with_seq
 from chaos.events import Event
 
 
@@ -15,5 +14,5 @@ class Plain(Guard):
 
     def apply(self, ev: Event, entry_id: str, work: Callable[[], None]) -> Outcome:
         work()
-        written = self.write_in_tx(ev)
-        return Outcome(written.rows, APPLIED, with_seq({"status": ev.etype}, written))
+        rows = self.write_in_tx(ev)
+        return Outcome(rows, APPLIED, {"status": ev.etype})

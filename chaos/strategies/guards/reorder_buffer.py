@@ -56,15 +56,14 @@ class ReorderBuffer(Guard):
                 drained.append((later, self.write(cur, later)))
                 nxt += 1
         self._released = drained
-        return Outcome(written.rows, APPLIED, with_seq({"status": ev.etype, "released": [e.event_id for e, _ in drained]},
-                                                       written))
+        return Outcome(written, APPLIED, {"status": ev.etype, "released": [e.event_id for e, _ in drained]})
 
     def after_apply(self) -> None:
         """Committed, and this event's own apply is recorded: now each released parked event
         is handled, by this consumer, after it (the history keeps the order of the writes)."""
         released, self._released = getattr(self, "_released", []), []
         for later, written in released:
-            self.env.op("ok", "apply", **later.op_fields(), rows=written.rows, effect=APPLIED,
+            self.env.op("ok", "apply", **later.op_fields(), rows=int(written), effect=APPLIED,
                         value=with_seq({"status": later.etype, "from": "reorder_buffer"}, written))
         key, self._locked = getattr(self, "_locked", None), None
         if key is not None:

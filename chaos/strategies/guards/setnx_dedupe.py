@@ -9,7 +9,6 @@ from __future__ import annotations
 from typing import Callable
 
 from chaos.strategies.guards.base import APPLIED, DUPLICATE, Guard, Outcome
-from chaos.strategies.guards.effect import with_seq
 from chaos.params import Param
 from chaos.events import Event
 
@@ -23,5 +22,5 @@ class SetnxDedupe(Guard):
         if not self.env.redis().set(f"dedupe:{ev.event_id}", entry_id, nx=True, ex=self.ttl_s):
             return Outcome(0, DUPLICATE, {"status": ev.etype, "dedupe": "seen"})
         work()
-        written = self.write_in_tx(ev)
-        return Outcome(written.rows, APPLIED, with_seq({"status": ev.etype}, written))
+        rows = self.write_in_tx(ev)
+        return Outcome(rows, APPLIED, {"status": ev.etype})

@@ -12,7 +12,7 @@ import time
 from typing import Callable
 
 from chaos.strategies.guards.base import APPLIED, STALE, Guard, Outcome
-from chaos.strategies.guards.effect import Written, with_seq
+from chaos.strategies.guards.effect import Written
 from chaos.events import Event
 
 _UPSERT = ("WITH changed AS (INSERT INTO orders (id, status, version, write_seq) "
@@ -38,8 +38,7 @@ class StateCarried(Guard):
             self.write_sent = True
             cur.execute(_UPSERT, {"key": ev.key, "status": ev.etype, "version": ev.version})
             rows = cur.rowcount
-            written = Written(rows, cur.fetchone()[0] if rows > 0 else None)
+            written = Written(rows, cur.fetchone()[0] if rows > 0 else None)  # its write_seq
             locked_at = time.monotonic()  # the row lock is held until COMMIT: a later writer comes after
             self.env.failpoints.hit("before_commit", **ev.op_fields())
-        return Outcome(rows, APPLIED if rows else STALE,
-                       with_seq({"status": ev.etype, "upsert": True, "locked_at": locked_at}, written))
+        return Outcome(written, APPLIED if rows else STALE, {"status": ev.etype, "upsert": True, "locked_at": locked_at})

@@ -135,8 +135,8 @@ def run_one_cell(cluster: Any, preset: str, faults: list[str], parts: dict[str, 
         print(f"[{label}] {'unknown verdict' if unknown else 'MISMATCH'}: run dirs kept in {root}", file=sys.stderr)
         for text in mismatches:
             print(f"  {text}", file=sys.stderr)
-        for reason in cell.unknown_reasons[:5]:
-            print(f"  {reason}", file=sys.stderr)
+        for reason in cell.unknown_reasons[:5]:   # a rig failure's log tail indented under its first line
+            print("  " + reason.replace("\n", "\n      "), file=sys.stderr)
         print(f"  reproduce: {reproduce}", file=sys.stderr)
         bad = [r for r in cell.runs if r.verdict != "valid"]
         for result in bad[:3]:
@@ -193,7 +193,8 @@ def _summary_line(out: dict) -> str:
     match = "no expectation" if out["expected"] is None else (
         "matches expectation" if out["matches_expectation"] else "MISMATCH")
     line = f"{out['preset']} x {out['fault']}: {out['runs']} runs, {verdict}, {figures} ({match}, {out['wall_s']} s)"
-    return line + "".join(f"\n  note: {note}" for note in out.get("notes") or [])
+    rig = [f"\n  rig failed: {failure.splitlines()[0]}" for failure in out.get("rig_failures") or []]
+    return line + "".join(rig) + "".join(f"\n  note: {note}" for note in out.get("notes") or [])
 
 
 def _csv(text: str | None) -> list[str]:

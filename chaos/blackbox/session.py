@@ -187,7 +187,7 @@ class _Run:
     def _rig_failed(self, problems: list[str]) -> BlackBoxRun:
         """The run stopped on a broken rig: unknown, the components named, nothing else judged."""
         self._stop_processes()
-        self.log(f"run {self.run}: unknown: the rig failed: {problems[0].splitlines()[0]}")
+        self.log(f"run {self.run}: unknown: the rig failed: {problems[0].splitlines()[0].removesuffix('; log tail:')}")
         return rig_failed_run(self.run, self.seed, problems, self.events, self.reasons)
 
     def _observe(self, pg: Any) -> BlackBoxRun:

@@ -133,6 +133,6 @@ def summary(data: dict) -> str:
     lines = [f"{data['blackbox']['worker_cmd']} under {data['fault']} x {data['runs']} runs: {data['verdict']}",
              "  " + "  ".join(f"{k}={data[k]}" for k in keys)]
     lines += [f"  MISMATCH {m}" for m in data["mismatches"]]
-    lines += [f"  unknown: {r.splitlines()[0]}" for r in data["unknown_reasons"]]
+    lines += [f"  unknown: {r.splitlines()[0].removesuffix('; log tail:')}" for r in data["unknown_reasons"]]
     lines.append(f"  reproduce: {data['reproduce']}")
     return "\n".join(lines)

@@ -193,7 +193,8 @@ def _summary_line(out: dict) -> str:
     match = "no expectation" if out["expected"] is None else (
         "matches expectation" if out["matches_expectation"] else "MISMATCH")
     line = f"{out['preset']} x {out['fault']}: {out['runs']} runs, {verdict}, {figures} ({match}, {out['wall_s']} s)"
-    rig = [f"\n  rig failed: {failure.splitlines()[0]}" for failure in out.get("rig_failures") or []]
+    rig = [f"\n  rig failed: {failure.splitlines()[0].removesuffix('; log tail:')}"
+           for failure in out.get("rig_failures") or []]
     return line + "".join(rig) + "".join(f"\n  note: {note}" for note in out.get("notes") or [])
 
 

@@ -27,4 +27,5 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
 
 def runs_root(args: argparse.Namespace) -> Path:
     """Where run dirs go: --run-dir, else $CHAOS_RUNS_DIR, else <tmp>/chaos-runs (not created here)."""
-    return Path(getattr(args, "run_dir", None) or os.environ.get(RUNS_ROOT_ENV) or Path(tempfile.gettempdir()) / "chaos-runs")
+    given = getattr(args, "run_dir", None) or os.environ.get(RUNS_ROOT_ENV)   # cluster/proxy commands have no --run-dir
+    return Path(given or Path(tempfile.gettempdir()) / "chaos-runs")

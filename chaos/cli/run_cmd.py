@@ -153,15 +153,20 @@ def _start_cluster(backend: str | None) -> Any:
 def _runs_root(args: argparse.Namespace) -> Path:
     """The run dirs' root, made now: one that cannot be made is bad input, refused before a server starts."""
     root = options.runs_root(args)
+    _writable(root, f"run dirs cannot go to {root}", f"give a writable dir with --run-dir or ${options.RUNS_ROOT_ENV}")
+    return root
+
+
+def _writable(folder: Path, what: str, fix: str) -> None:
+    """Make ``folder`` and write a file in it, or BadArguments: found before a server starts, not after the cells."""
     try:
-        root.mkdir(parents=True, exist_ok=True)
-        probe = root / f".writable-{os.getpid()}"
+        folder.mkdir(parents=True, exist_ok=True)
+        probe = folder / f".writable-{os.getpid()}"
         probe.touch()
         probe.unlink()
     except OSError as exc:
-        raise BadArguments(f"run dirs cannot go to {root} ({exc.strerror or exc}): give a writable dir with "
-                           f"--run-dir or ${options.RUNS_ROOT_ENV}") from None
-    return root
+        reason = f"{exc.filename} is not a directory" if isinstance(exc, FileExistsError) else exc.strerror or exc
+        raise BadArguments(f"{what} ({reason}): {fix}") from None
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -222,6 +227,8 @@ def cmd_matrix(args: argparse.Namespace) -> int:
     scale = _positive(str(args.time_scale), "--time-scale")
     for cell in planned:
         _check_inputs(cell.preset, list(cell.faults), dict(cell.parts))
+    if args.out:
+        _writable(Path(args.out).parent, f"--out {args.out}", "give a path in a writable dir")
     root = _runs_root(args)
     cells, worst = [], EXIT_OK
 

@@ -140,13 +140,15 @@ def in_process(args: list[str], tmp_path: Path, env: dict[str, str], monkeypatch
      ["proxy server does not answer", "TOXIPROXY_URL"]),
     (["run", *SMALL], {"CHAOS_CLUSTER_BASE": "/etc/hostname/clusters"}, ["CHAOS_CLUSTER_BASE", "Not a directory"]),
     (["run", *SMALL, "--run-dir", "/etc/hostname/runs"], {}, ["/etc/hostname/runs", "--run-dir"]),
+    (["matrix", "--presets", "s1", "--faults", "none", "--out", "/etc/hostname/m.html"], {},
+     ["--out /etc/hostname/m.html", "writable dir"]),
     (["run", *SMALL, "--server", "memcached"], {}, ["unknown server 'memcached'", "redis, valkey"]),
     (["run", *SMALL, "--topology", "sentinel:quorum=9"], {}, ["quorum=9", "give a quorum"]),
     (["cluster", "status", "--name", "cli-errors-none"], {}, ["no cluster 'cli-errors-none' is up"]),
     (["proxy", "serve", "--port", "70000"], {}, ["--port 70000", "0-65535"]),
 ], ids=["external-no-wipe", "external-no-toxiproxy", "unknown-backend", "matrix-env-backend",
         "compose-no-engine", "bad-redis-binary", "bad-pg-bin", "missing-toxiproxy-server", "shared-proxy-down",
-        "cluster-base-unusable", "run-dir-unusable", "unknown-server", "bad-topology", "cluster-status-none",
+        "cluster-base-unusable", "run-dir-unusable", "matrix-out-unusable", "unknown-server", "bad-topology", "cluster-status-none",
         "proxy-bad-port"])
 def test_a_configuration_error_is_one_line_and_exit_254(args, env, words, tmp_path, monkeypatch, capfd):
     closed = closed_port()

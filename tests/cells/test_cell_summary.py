@@ -1,5 +1,9 @@
 """The per-cell summary of a real small suite, run as a child pytest with and without xdist:
-the terminal table's rows, the --chaos-summary JSON, and what a bad summary path does."""
+the terminal table's rows, the --chaos-summary JSON, what a bad summary path does, and a
+cell whose rig breaks mid-run (the cluster's own proxy server SIGKILLed by a test-only fault
+that may take nothing down): broken by RigFailure, not failed by a mismatch, in the
+terminal, the summary and Allure; the next test on the same worker runs on a healthy
+topology; nothing is left running."""
 from __future__ import annotations
 
 import json
@@ -47,7 +51,7 @@ def table(stdout: str) -> list[list[str]]:
     start = next(i for i, line in enumerate(lines) if "chaos cells:" in line)
     rows = []
     for line in lines[start + 1:]:
-        if not line.strip() or line.startswith(("=", "chaos summary:", "ERROR")):
+        if not line.strip() or line.startswith(("=", "chaos summary:", "chaos:", "ERROR")):
             break
         rows.append([c.strip() for c in line.split("  ") if c.strip()])
     return rows
@@ -147,3 +151,55 @@ def test_the_table_shows_each_fault_with_its_own_parameters_and_the_replaced_par
                           "kill-consumer+publish-blip:duration_ms=800+promote-replica:after_entries=500"], line
     assert cells[3:] == ["1", "3", "0", "0", "1/1", "0", "invalid", "(no row)", "-"], line
 
+
+RIG_TEST = "test_the_proxy_server_dies_mid_run"
+
+
+def processes_under(path: Path) -> list[str]:
+    """Command lines of live processes that mention `path` (servers of a cluster based there)."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if str(path) in cmd:
+            found.append(f"{pid}: {cmd[:200]}")
+    return found
+
+
+def test_a_cell_whose_rig_broke_is_broken_named_and_followed_by_a_healthy_cell(tmp_path, private_base):
+    from chaos.cluster.proxy_server import proxy_choice
+    if proxy_choice()[0] != "spawn":
+        pytest.skip("TOXIPROXY_URL names a shared proxy server: the cluster has no proxy process of its own to kill")
+    summary, results = tmp_path / "summary.json", tmp_path / "allure-results"
+    run = child(tmp_path, private_base, "rig", "-n", "1", "-p", "no:randomly", f"--chaos-summary={summary}",
+                f"--alluredir={results}")
+    out = run.stdout + run.stderr
+    assert run.returncode == 1 and "1 failed, 1 passed" in run.stdout, out
+    # pytest: the error is the rig's, named, not an AssertionError
+    assert re.search(r"RigFailure: RIG FAILURE: s1 x test-kill-proxy-server: run 0: proxy server \(pid \d+\) ", out), out
+    assert "EXPECTATION MISMATCH" not in out
+    # the terminal summary: RIG in the table, and a line saying the rig broke and why
+    rows = {r[2]: r for r in table(run.stdout)[1:]}
+    assert rows["test-kill-proxy-server"][-1] == "RIG" and rows["none"][-1] == "yes", run.stdout
+    line = re.search(rf"^RIG BROKE \S+::{RIG_TEST} \(s1 x test-kill-proxy-server\): run 0: proxy server "
+                     r"\(pid \d+\) (died|unreachable)\S*.*$", run.stdout, flags=re.M)
+    assert line and "log tail" not in line.group(0), run.stdout
+    assert "the rig broke in 1" in run.stdout
+    # --chaos-summary: the outcome says who is to blame
+    cells = {c["test"].rpartition("::")[2]: c for c in json.loads(summary.read_text())["cells"]}
+    broken = cells[RIG_TEST]
+    assert broken["outcome"] == "rig" and broken["verdict"] == "unknown", broken
+    assert broken["rig_failures"][0].startswith("run 0: proxy server (pid "), broken
+    healthy = cells["test_the_next_cell_on_the_worker_runs_on_a_healthy_topology"]
+    assert healthy["outcome"] == "match" and healthy["verdict"] == "valid" and healthy["rig_failures"] == []
+    # Allure: broken (not failed), and in the rig's category by the message it carries
+    status = {r["name"]: r for r in (json.loads(p.read_text()) for p in results.glob("*-result.json"))}
+    assert status["s1 x test-kill-proxy-server"]["status"] == "broken", status.keys()
+    assert "RIG FAILURE: s1 x test-kill-proxy-server" in status["s1 x test-kill-proxy-server"]["statusDetails"]["message"]
+    assert status["s1 x none"]["status"] == "passed"
+    categories = json.loads((results / "categories.json").read_text())
+    assert re.search(categories[0]["messageRegex"], status["s1 x test-kill-proxy-server"]["statusDetails"]["message"])
+    # nothing of the child's clusters outlives it (the broken one was rebuilt, the new one closed)
+    assert processes_under(private_base) == []

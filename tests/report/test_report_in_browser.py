@@ -1,6 +1,6 @@
-"""What a team sees, checked as a person would: a real pytest session with a failover cell and
-a cell whose expectation is wrong, its Allure 3 report generated offline, and the matrix
-page, each opened in headless Chromium.
+"""What a team sees, checked as a person would: a real pytest session with a failover cell,
+a cell whose expectation is wrong and a cell whose rig breaks mid-run, its Allure 3 report
+generated offline, and the matrix page, each opened in headless Chromium.
 
 The checks read the generated report's data files (what the page renders), not pixels; the
 screenshots are kept under reports/screenshots/ to be looked at. Needs Debian's `chromium`
@@ -105,10 +105,18 @@ def screenshot(browser: str, url: str, name: str, size: str = "1400,1000") -> Pa
 
 # The inner session, written as a team writes cell tests (README "What a test looks like"):
 # the failover area's own s5 cell (one run), a cell judged by a deliberately wrong
-# expectation (baseline reorders; the test says it must not), and a plain unit test.
+# expectation (baseline reorders; the test says it must not), a plain unit test, and last a
+# cell whose rig breaks: a throwaway fault that may take nothing down SIGKILLs the cluster's
+# own proxy server mid-run.
 INNER = textwrap.dedent('''
+    import os
+    import signal
+
     from chaos.expectations import Expectation
     from chaos.expectations.failover import preset_cell
+    from chaos.params import Param
+    from faults.registry import FAULTS
+    from faults.window import WindowFault
 
     def test_failover_cell(chaos_cell):
         chaos_cell(preset_cell("s5"), runs=1, fixed_runs=True)
@@ -119,6 +127,22 @@ INNER = textwrap.dedent('''
     def test_wrong_expectation(chaos_cell):
         chaos_cell("baseline", runs=1, expected=Expectation.of(wrong_final_state_runs=0,
                                                                note="deliberately wrong: baseline reorders"))
+
+    class KillProxyServer(WindowFault):
+        name, description = "test-kill-proxy-server", "SIGKILL the cluster's own proxy server mid-run"
+        params = (Param("at_ms", 150, "when"), Param("duration_ms", 50, "window"))
+
+        def start(self, ctx):
+            [proxy] = [c for c in ctx.cluster.components() if c.kind == "proxy"]
+            os.kill(proxy.pid, signal.SIGKILL)
+            return {"killed": proxy.pid}
+
+        def stop(self, ctx):
+            return []
+
+    def test_rig_broke(chaos_cell, monkeypatch):
+        monkeypatch.setitem(FAULTS, KillProxyServer.name, f"{__name__}:KillProxyServer")
+        chaos_cell("s1", KillProxyServer.name, runs=1, expected=Expectation.of(lost=0))
 ''')
 
 
@@ -133,7 +157,7 @@ def report(tools, tmp_path_factory) -> dict:
     proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly",
                            f"--alluredir={results}", "--chaos-seed=11", "test_team_cells.py"],
                           cwd=work, env=env, capture_output=True, text=True, timeout=600)
-    assert "1 failed, 2 passed" in proc.stdout, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "2 failed, 2 passed" in proc.stdout, proc.stdout[-3000:] + proc.stderr[-3000:]
     gen = subprocess.run([*allure, "generate", "--config", str(REPO / "reports" / "allurerc.json"), "-o", str(out),
                           str(results)], capture_output=True, text=True, timeout=300, cwd=work)
     assert gen.returncode == 0, gen.stdout + gen.stderr
@@ -202,6 +226,27 @@ def test_failing_cell_lands_in_its_category(report, tools):
         screenshot(browser, f"{url}#categories", "allure-categories.png")
 
 
+RIG_CATEGORY = next(c["name"] for c in json.loads((REPO / "reports" / "categories.json").read_text())
+                    if c["name"].startswith("Unknown verdict: the rig broke"))
+
+
+def test_a_cell_whose_rig_broke_is_broken_and_in_the_rig_category(report, tools):
+    """Not failed (the strategy is not to blame): broken, the component named, in its category."""
+    test = report["tests"]["test_rig_broke"]
+    assert test["status"] == "broken", test["status"]
+    assert test["error"]["message"].startswith("chaos.errors.RigFailure: RIG FAILURE: s1 x test-kill-proxy-server: "
+                                               "run 0: proxy server (pid "), test["error"]["message"][:300]
+    assert [c["name"] for c in test["categories"]] == [RIG_CATEGORY]
+    assert "rig-failure" in {lab["value"] for lab in test["labels"] if lab["name"] == "tag"}
+    text = test["descriptionHtml"]
+    assert "<strong>the rig broke</strong>" in text and "matches its expectation" not in text, text
+    assert "<strong>Rig broke</strong> (no strategy is to blame): run 0: proxy server (pid" in text, text
+    assert any(a["name"] == "rig failures.txt" for a in _attachments(test))
+    _, browser = tools
+    with serve(report["dir"]) as url:
+        screenshot(browser, f"{url}#{test['id']}", "allure-broken-cell.png", "1400,1100")
+
+
 def test_allure2_applies_the_same_categories_from_the_results_dir(report, tmp_path):
     """Allure 2 reads categories.json and environment.properties that the plugin wrote."""
     allure2 = allure2_command()
@@ -214,7 +259,8 @@ def test_allure2_applies_the_same_categories_from_the_results_dir(report, tmp_pa
     categories = json.loads((out / "data" / "categories.json").read_text())["children"]
     def leaves(node: dict) -> list[str]:  # category > message > test
         return [name for child in node.get("children", []) for name in leaves(child)] or [node["name"]]
-    assert {c["name"]: leaves(c) for c in categories} == {"Wrong final state": ["baseline x none"]}
+    assert {c["name"]: leaves(c) for c in categories} == {"Wrong final state": ["baseline x none"],
+                                                          RIG_CATEGORY: ["s1 x test-kill-proxy-server"]}
     env = {e["name"]: e["values"] for e in json.loads((out / "widgets" / "environment.json").read_text())}
     assert env["seed"] == ["11"] and env["redis.version"][0][0].isdigit()
 

@@ -1,6 +1,71 @@
-"""Root conftest: makes the chaos plugin active for runs from a checkout.
+"""Root conftest: makes the chaos plugin active for runs from a checkout, and orders the tests
+for xdist so that a session does not end with one worker running a long test alone.
 
 When the package is pip-installed the `pytest11` entry point (named
-``chaos.plugin``) registers it already and this line is a no-op.
+``chaos.plugin``) registers it already and the ``pytest_plugins`` line is a no-op.
 """
+from __future__ import annotations
+
+import pytest
+
 pytest_plugins = ["chaos.plugin"]
+
+CELL_FIXTURES = frozenset({"chaos_cell", "blackbox"})   # a test that runs cells: seconds to minutes
+CELL_SECONDS = 30.0
+SLOW_SECONDS = 60.0
+# Modules whose tests run pytest sessions, clusters or the CLI in child processes: 10-60 s a
+# test (pytest --durations of whole runs). Only an order hint: a stale entry costs nothing.
+CHILD_SESSION_MODULES = {
+    "tests/nightly/test_kept_runs.py": 40.0, "tests/nightly/test_merge.py": 40.0,
+    "tests/nightly/test_shard.py": 20.0, "tests/report/test_allure_cell.py": 20.0,
+    "tests/report/test_report_in_browser.py": 20.0, "tests/report/test_pytest_allure.py": 15.0,
+    "tests/workload/test_load_producer.py": 20.0, "tests/cells/test_cell_summary.py": 10.0,
+    "tests/cells/test_readme_cell_tests.py": 10.0, "tests/cluster/test_cluster_isolation.py": 15.0,
+    "tests/cluster/test_cluster_plugin.py": 10.0, "tests/cluster/test_cluster_cleanup.py": 10.0,
+    "tests/cluster/test_cluster_cli.py": 10.0, "tests/docs/test_doc_commands.py": 10.0,
+    "tests/docs/test_readme.py": 10.0, "tests/outbox/test_relay_load.py": 10.0,
+    "tests/outbox/test_dispatcher.py": 5.0, "tests/proxy/test_proxy_robustness.py": 5.0,
+}
+
+
+def expected_seconds(item: pytest.Item) -> float:
+    """A rough cost, only to order the tests: ``@pytest.mark.slow(seconds=N)``, else 60 for
+    ``slow``, 30 for a test that runs cells, the module's figure above, else 0 (most tests
+    take well under a second)."""
+    slow = item.get_closest_marker("slow")
+    if slow is not None:
+        return float(slow.kwargs.get("seconds", SLOW_SECONDS))
+    if CELL_FIXTURES & set(getattr(item, "fixturenames", ())):
+        return CELL_SECONDS
+    return CHILD_SESSION_MODULES.get(item.nodeid.split("::", 1)[0], 0.0)
+
+
+def dispatch_order(items: list[pytest.Item], workers: int) -> list[pytest.Item]:
+    """Longest first (stable: equal costs keep the collection order). xdist (``--dist load``,
+    ``--maxschedchunk 1``) hands each worker the first two tests it has not handed out, then one
+    test whenever a worker finishes one, and a worker's second test waits for its first: so
+    the ``workers`` longest tests each get a short one, not a long one, queued behind them."""
+    ranked = sorted(items, key=expected_seconds, reverse=True)
+    if workers < 2 or len(ranked) < 2 * workers or expected_seconds(ranked[-workers]) > 0:
+        return ranked
+    heads, tails, middle = ranked[:workers], ranked[-workers:], ranked[workers:-workers]
+    paired = [item for pair in zip(heads, tails) for item in pair]
+    return paired + middle
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Under xdist each worker takes the next test when it finishes one (``--maxschedchunk 1``,
+    unless given), in the order below, instead of a batch handed out early: a batch can end the
+    session with one worker running the long tests it was given while the others are idle."""
+    if config.pluginmanager.hasplugin("xdist") and getattr(config.option, "maxschedchunk", 0) is None:
+        config.option.maxschedchunk = 1
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """On xdist workers only (they collect what the controller hands out; every worker orders
+    the same items the same way): a run without xdist keeps pytest's collection order."""
+    worker_input = getattr(config, "workerinput", None)
+    if worker_input is None:
+        return
+    items[:] = dispatch_order(items, int(worker_input.get("workercount", 1)))

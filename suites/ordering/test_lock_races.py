@@ -28,6 +28,8 @@ with probability far below that. The measured rate and its CI are printed.
 """
 from __future__ import annotations
 
+import pytest
+
 from chaos.workload.rates import runs_for_false_zero, wilson
 
 S4A_LOW_RATE = 0.03
@@ -52,6 +54,7 @@ def _scale(options, cap: float) -> float:
     return min(options.time_scale, cap)
 
 
+@pytest.mark.slow(seconds=S4A_RUNS * 0.4)    # the longest test of the suite: started first (conftest.py)
 def test_s4a_wrong_rate_is_above_zero(chaos_cell, chaos_options, record_property):
     cell = chaos_cell(f"s4a:{STEADY_PRODUCER}", runs=S4A_RUNS, fixed_runs=True,
                       time_scale=_scale(chaos_options, S4A_SCALE_CAP), expected=False).result
@@ -69,6 +72,7 @@ def _holds_what_always_holds(cell) -> None:
     assert c.lost == 0 and c.duplicated == 0 and c.handled == c.published == 2 * cell.run_count, c
 
 
+@pytest.mark.slow(seconds=S4B_RUNS * 0.6)
 def test_s4b_wrong_about_half(chaos_cell, chaos_options, record_property):
     cell = chaos_cell(f"s4b:{STEADY_PRODUCER}", runs=S4B_RUNS, fixed_runs=True,
                       time_scale=_scale(chaos_options, S4B_SCALE_CAP), expected=False).result

@@ -104,7 +104,7 @@ def docker_client():
         return client
     except Exception as exc:  # noqa: BLE001 - docker raises several unrelated types here
         raise EngineUnreachable(f"the compose backend needs a Docker engine, but none answers at {where} ({exc}); "
-                                f"start Docker (or set DOCKER_HOST), or use the native backend (--backend native)") from None
+                                f"start Docker (or set DOCKER_HOST), or use the native backend (--backend native; pytest: --chaos-backend native)") from None
 
 
 class ComposeCluster(Cluster):

@@ -7,6 +7,7 @@ makes the next spare on a background thread while the test runs.
 """
 from __future__ import annotations
 
+import time
 from concurrent.futures import Future, ThreadPoolExecutor
 
 import psycopg
@@ -18,6 +19,8 @@ DBNAME = "chaos"
 SPARE = "chaos_spare"
 TRASH = "chaos_trash"
 SPARE_TIMEOUT_S = 60.0
+TERMINATE_WAIT_S = 2.0
+TERMINATE_POLL_S = 0.002
 
 
 class FreshDatabase:
@@ -48,8 +51,7 @@ class FreshDatabase:
         """
         spare_ready = self._wait_spare()
         conn = self._admin()
-        conn.execute("SELECT pg_terminate_backend(pid, 2000) FROM pg_stat_activity "
-                     "WHERE datname = %s AND pid <> pg_backend_pid()", (DBNAME,))
+        self._terminate_sessions(conn)
         try:
             conn.execute(f"ALTER DATABASE {DBNAME} RENAME TO {TRASH}")
         except (psycopg.errors.ObjectInUse, psycopg.errors.DuplicateDatabase, psycopg.errors.InvalidCatalogName):
@@ -60,6 +62,17 @@ class FreshDatabase:
         else:
             conn.execute(f"CREATE DATABASE {DBNAME}")
         self._spare = self._pool.submit(self._make_spare)
+
+    @staticmethod
+    def _terminate_sessions(conn: psycopg.Connection) -> None:
+        """End every session on ``chaos`` and wait until they are gone (a rename waits for them in
+        100 ms steps, as does pg_terminate_backend's own timeout: a reset paid ~100 ms whenever
+        a session was left, e.g. a dead worker's, which its proxy closes a moment later)."""
+        others = "FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()"
+        conn.execute(f"SELECT pg_terminate_backend(pid) {others}", (DBNAME,))
+        deadline = time.monotonic() + TERMINATE_WAIT_S
+        while conn.execute(f"SELECT count(*) {others}", (DBNAME,)).fetchone()[0] and time.monotonic() < deadline:
+            time.sleep(TERMINATE_POLL_S)
 
     def wait_idle(self) -> None:
         """Wait until the background spare is made (before someone else touches this server)."""

@@ -70,8 +70,7 @@ def _child(request: dict[str, Any], log: str, server: int, server_fds: list[int]
         signal.set_wakeup_fd(-1)
         for sig in (signal.SIGCHLD, signal.SIGTERM, signal.SIGINT, signal.SIGUSR1):
             signal.signal(sig, signal.SIG_DFL)
-        # A drain signal (SIGUSR1) sent before the worker installed its handler would kill it
-        # (the default action): keep it pending until WorkerEnv takes it (chaos/workload/env.py).
+        # SIGUSR1 (drain) stays blocked, as inherited from the server, until WorkerEnv takes it.
         signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR1})
         for fd in server_fds:
             os.close(fd)
@@ -112,6 +111,10 @@ def serve() -> None:
     os.set_blocking(wake_w, False)
     signal.set_wakeup_fd(wake_w)
     signal.signal(signal.SIGCHLD, lambda *_: None)
+    # Children inherit the mask from the fork on: a drain signal (SIGUSR1) sent in the window
+    # between fork() and the child's own block would take its default action and kill it.
+    # WorkerEnv unblocks it once its handler is in (chaos/workload/env.py).
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR1})
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     out = os.fdopen(sys.stdout.fileno(), "w", buffering=1, closefd=False)
     server_pid = os.getpid()

@@ -81,30 +81,42 @@ class Acker(threading.Thread):
         super().__init__(name="acker", daemon=True)
         self.env, self.runner, self.inflight, self.lock = env, runner, inflight, lock
         self.r = spec_client(env.spec, decode_responses=True, protocol=2)   # through Sentinel in that topology
+        # Raw fds, each with its own buffer: a buffered reader would pull several lines off the
+        # pipe at once and hand out one per wake-up, leaving the rest unacked until more came.
         self.sel = selectors.DefaultSelector()
         for fd in done_fds:
-            self.sel.register(os.fdopen(fd, "r"), selectors.EVENT_READ)
+            self.sel.register(fd, selectors.EVENT_READ, bytearray())
         self.worker_died = threading.Event()
 
     def run(self) -> None:
         while self.sel.get_map():
             for key, _ in self.sel.select(timeout=0.5):
-                line = key.fileobj.readline()
-                if not line:
-                    self.sel.unregister(key.fileobj)
+                data = os.read(key.fd, 65536)
+                if not data:
+                    self.sel.unregister(key.fd)
+                    os.close(key.fd)
                     if not self.env.stopping:
                         self.worker_died.set()
                     continue
-                entry_id, status = line.split()
-                with self.lock:
-                    stream, ev, count = self.inflight.pop(entry_id)
-                while True:
-                    try:
-                        self.runner.finish(self.r, stream, entry_id, ev, status, count)
-                        break
-                    except LINK_ERRORS as exc:
-                        self.env.op("info", "log", value={"acker": "link broken", "error": str(exc)})
-                        self.env.sleep_ms(50)
+                buf = key.data
+                buf += data
+                *lines, rest = buf.split(b"\n")
+                buf[:] = rest
+                for line in lines:
+                    self.done(line.decode())
+
+    def done(self, line: str) -> None:
+        """One worker's `entry_id status` line: XACK (or dead-letter) that entry."""
+        entry_id, status = line.split()
+        with self.lock:
+            stream, ev, count = self.inflight.pop(entry_id)
+        while True:
+            try:
+                self.runner.finish(self.r, stream, entry_id, ev, status, count)
+                break
+            except LINK_ERRORS as exc:
+                self.env.op("info", "log", value={"acker": "link broken", "error": str(exc)})
+                self.env.sleep_ms(50)
 
 
 def main(env: WorkerEnv) -> int:

@@ -29,6 +29,7 @@ import json
 import math
 import os
 import platform
+import shutil
 import sys
 import threading
 import time
@@ -196,9 +197,14 @@ def fault_cells(cluster: Any, size_name: str, pick: list[str]) -> dict[str, Any]
         before = load()
         with PeakMemory() as memory:
             started = time.monotonic()
+            # every run dir stays until its pids are read; then only those of runs that did not pass
             result = run_cell(cluster, cell.preset, list(cell.faults), parts=dict(cell.parts),
                               keep_runs="always", raise_fault_errors=False)
             wall = time.monotonic() - started
+        try:
+            peak = memory.by_name(spawned(result.run_dirs))
+        finally:
+            kept = keep_failed_runs(result)
         phases = phase_times(result)
         counts = result.counts.as_dict()
         out["cells"][cell.id] = {
@@ -207,11 +213,23 @@ def fault_cells(cluster: Any, size_name: str, pick: list[str]) -> dict[str, Any]
             "counts": {k: counts[k] for k in ("published", "lost", "duplicated", "redelivered", "reordered",
                                               "wrong_keys", "pending_left", "handled")},
             "phases_s": phases, "checker_share": round(phases.get("check", 0.0) / wall, 3) if wall else None,
-            "peak_rss_mb": memory.by_name(spawned(result.run_dirs)),
+            "peak_rss_mb": peak, "run_dirs_kept": kept,
             "load_before": before, "load_after": load()}
-        import shutil
-        shutil.rmtree(result.run_root, ignore_errors=True)
     return out
+
+
+def keep_failed_runs(result: Any) -> list[str]:
+    """Remove the dirs of the runs that passed (and the cell's dir if none is left); the
+    others' paths, for the JSON (under the cluster's kept dir: rundirs.retain bounds them)."""
+    kept = []
+    for run, path in zip(result.runs, result.run_dirs):
+        if run.verdict == "valid":
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            kept.append(str(path))
+    if not kept:
+        shutil.rmtree(result.run_root, ignore_errors=True)
+    return kept
 
 
 def growth(cluster: Any, sizes: list[int], max_s: float) -> dict[str, Any]:

@@ -22,8 +22,9 @@ from typing import Any
 from chaos.blackbox import expect
 from chaos.blackbox.config import load_config
 from chaos.blackbox.session import BlackBoxCell, preflight, run_blackbox
-from chaos.cli import failures
+from chaos.cli import failures, options
 from chaos.cli.options import runs_root
+from chaos.cluster.rundirs import Retention
 from chaos.errors import EXIT_MISMATCH, EXIT_OK, EXIT_UNKNOWN, BadArguments
 
 PRESET_LABEL = "blackbox"
@@ -93,11 +94,13 @@ def run_from_args(args: argparse.Namespace) -> int:
     quiet = args.json and not args.trace
     say = (lambda line: None) if quiet else (lambda line: print(line, file=sys.stderr, flush=True))
     t0 = time.monotonic()
-    run_root = runs_root(args) / f"blackbox-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}"
+    Retention.from_env()   # a bad CHAOS_KEPT_* is bad input: refused before anything starts
+    root = runs_root(args)
     try:
-        run_root.mkdir(parents=True)
+        root.mkdir(parents=True, exist_ok=True)
+        run_root = options.new_run_dir(root, "blackbox")
     except OSError as exc:
-        raise BadArguments(f"run dirs cannot go to {run_root.parent} ({exc.strerror or exc}): give a writable dir "
+        raise BadArguments(f"run dirs cannot go to {root} ({exc.strerror or exc}): give a writable dir "
                            "with --run-dir or $CHAOS_RUNS_DIR") from None
     try:
         cluster = failures.start_topology(args.backend, f"bb-{os.getpid()}-{uuid.uuid4().hex[:6]}")
@@ -116,9 +119,12 @@ def run_from_args(args: argparse.Namespace) -> int:
         raise
     finally:
         cluster.close()
+        options.release_run_dir(run_root)
         if data is not None and data["verdict"] == "valid" and data["matches_expectation"]:
             shutil.rmtree(run_root, ignore_errors=True)  # kept only when there is something to look at
             data["run_dir"] = None
+    if data is not None:
+        options.bound_runs_root(root, spare=[run_root])
     if args.json:
         print(json.dumps(data, default=str))
     else:
@@ -135,4 +141,7 @@ def summary(data: dict) -> str:
     lines += [f"  MISMATCH {m}" for m in data["mismatches"]]
     lines += [f"  unknown: {r.splitlines()[0].removesuffix('; log tail:')}" for r in data["unknown_reasons"]]
     lines.append(f"  reproduce: {data['reproduce']}")
+    if data.get("run_dir"):
+        lines.append(f"  run dirs kept in {data['run_dir']} ({Path(data['run_dir']).parent} keeps "
+                     f"{options.retention_help()})")
     return "\n".join(lines)

@@ -1,14 +1,29 @@
 """The run options, declared once: `run` (presets and the black-box mode) and `matrix` share
-them with the same defaults, and the run dirs' root is found the same way for both."""
+them with the same defaults, and the run dirs' root is found, and bounded, the same way for both."""
 from __future__ import annotations
 
 import argparse
 import os
+import re
 import tempfile
+import time
 from pathlib import Path
+from typing import Iterable
+
+from chaos.cluster.rundirs import OWNER_FILE, ClusterDir, Retention, retain_kept
 
 RUNS_ROOT_ENV = "CHAOS_RUNS_DIR"
 DEFAULT_RUNS = 10
+# what the CLI itself writes in the runs root: "<cell>-<YYYYmmddTHHMMSS>-<pid>[-n]" dirs and
+# "crash-<command>-<stamp>.txt" files; nothing else there is ever removed
+RUN_DIR_NAMES = re.compile(r".+-\d{8}T\d{6}-\d+(-\d+)?|crash-.+-\d{8}T\d{6}-\d+\.txt")
+
+
+def retention_help() -> str:
+    """How the runs root is bounded, in words (for --help and the "kept in" message)."""
+    d = Retention()
+    return (f"the newest ${Retention.ENV['dirs']} entries (default {d.dirs}), at most ${Retention.ENV['max_mb']} MB "
+            f"(default {d.max_mb:g}), none older than ${Retention.ENV['max_days']} days (default {d.max_days:g})")
 
 
 def add_run_options(p: argparse.ArgumentParser) -> None:
@@ -22,10 +37,36 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--server", default=None, help="redis | valkey (default: $CHAOS_SERVER, else redis-server)")
     p.add_argument("--topology", default=None, help="replica (default) | sentinel[:sentinels=3,quorum=2,"
                    "min_replicas=0] (default: $CHAOS_TOPOLOGY); see docs/cluster.md")
-    p.add_argument("--run-dir", default=None, help=f"where run dirs go (default ${RUNS_ROOT_ENV} or /tmp/chaos-runs)")
+    p.add_argument("--run-dir", default=None,
+                   help=f"where the run dirs of a mismatching or unknown cell are kept (default ${RUNS_ROOT_ENV}, "
+                        f"else {Path(tempfile.gettempdir()) / 'chaos-runs'}); a matching cell keeps none. "
+                        f"Bounded after every cell: {retention_help()}; a command never removes a dir it names")
 
 
 def runs_root(args: argparse.Namespace) -> Path:
     """Where run dirs go: --run-dir, else $CHAOS_RUNS_DIR, else <tmp>/chaos-runs (not created here)."""
     given = getattr(args, "run_dir", None) or os.environ.get(RUNS_ROOT_ENV)   # cluster/proxy commands have no --run-dir
     return Path(given or Path(tempfile.gettempdir()) / "chaos-runs")
+
+
+def new_run_dir(root: Path, name: str) -> Path:
+    """A fresh ``<root>/<name>-<stamp>-<pid>[-n]`` owned by this process while it runs (so no
+    other command's retention removes it); `release_run_dir` when the cell is over."""
+    base = f"{name}-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}"
+    path, n = root / base, 1
+    while path.exists():            # two cells of one label within a second (matrix)
+        n += 1
+        path = root / f"{base}-{n}"
+    ClusterDir(path)
+    return path
+
+
+def release_run_dir(path: Path) -> None:
+    """The cell is over: the dir becomes subject to retention like any other kept dir."""
+    (path / OWNER_FILE).unlink(missing_ok=True)
+
+
+def bound_runs_root(root: Path, spare: Iterable[Path] = ()) -> list[Path]:
+    """Apply the kept-dirs retention (CHAOS_KEPT_*) to the CLI's runs root; `spare`: the dirs
+    this command has named (never removed). Returns what was removed."""
+    return retain_kept(root, spare=spare, names=RUN_DIR_NAMES)

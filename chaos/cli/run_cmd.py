@@ -76,13 +76,16 @@ def _expectation(strategy: Any, faults: list[str], parts: dict[str, str]) -> Any
 
 
 def run_one_cell(cluster: Any, preset: str, faults: list[str], parts: dict[str, str], runs: int, seed: int,
-                 time_scale: float, trace: bool, backend: str | None, runs_root: Path) -> tuple[dict, int]:
-    """Run a cell and build its JSON object and exit code; keeps the run dirs of a failed cell."""
+                 time_scale: float, trace: bool, backend: str | None, runs_root: Path,
+                 named: list[Path] | None = None) -> tuple[dict, int]:
+    """Run a cell and build its JSON object and exit code; keeps the run dirs of a failed cell
+    (added to `named`, the dirs this command has named), then bounds the runs root."""
     from chaos.run import run_cell
     strategy = _check_inputs(preset, faults, parts)
     expected = _expectation(strategy, faults, parts)
     label = strategy.label()
-    root = runs_root / f"{label.replace(':', '_').replace(',', '_')}-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}"
+    named = [] if named is None else named
+    root = options.new_run_dir(runs_root, label.replace(':', '_').replace(',', '_').replace('/', '_'))
     finished: list[Any] = []     # runs done so far: what --json prints if the framework crashes
     result: list[Any] = []
     show = Progress(label)
@@ -111,19 +114,25 @@ def run_one_cell(cluster: Any, preset: str, faults: list[str], parts: dict[str, 
 
     failures.crash_site.run_dir, failures.crash_site.cell_json = root, partial
     failures.crash_site.runs_done = 0
-    with failures.watching(cluster, _spared(faults)):
-        cell = run_cell(cluster, strategy, faults, runs=runs, seed=seed, time_scale=time_scale, run_root=root,
-                        keep_runs="always", progress=progress,
-                        trace=(lambda line: print(line, file=sys.stderr)) if trace else None,
-                        raise_fault_errors=False)
+    try:
+        with failures.watching(cluster, _spared(faults)):
+            cell = run_cell(cluster, strategy, faults, runs=runs, seed=seed, time_scale=time_scale, run_root=root,
+                            keep_runs="always", progress=progress,
+                            trace=(lambda line: print(line, file=sys.stderr)) if trace else None,
+                            raise_fault_errors=False)
+    finally:
+        options.release_run_dir(root)
     result.append(cell)
     mismatches = expected.mismatches(cell) if expected is not None else []
     matches = not mismatches
     unknown = cell.verdict == "unknown"
     reproduce = reproduce_command(label, faults, parts, runs, seed, time_scale, backend)
     keep = unknown or not matches
-    if not keep:
+    if keep:
+        named.append(root)
+    else:
         shutil.rmtree(root, ignore_errors=True)
+    options.bound_runs_root(runs_root, spare=named)
     out = cell.to_json(preset=label, fault="+".join(faults) or "none", runs=runs, seed=seed,
                        time_scale=time_scale, expected=expected, mismatches=mismatches,
                        matches_expectation=matches, wall_s=round(cell.wall_s, 3),
@@ -132,7 +141,8 @@ def run_one_cell(cluster: Any, preset: str, faults: list[str], parts: dict[str, 
     out["notes"] = list(getattr(cell, "notes", None) or [])
     failures.crash_site.cell_json = lambda _broken: out   # a crash from here on still prints the whole object
     if keep:
-        print(f"[{label}] {'unknown verdict' if unknown else 'MISMATCH'}: run dirs kept in {root}", file=sys.stderr)
+        print(f"[{label}] {'unknown verdict' if unknown else 'MISMATCH'}: run dirs kept in {root} "
+              f"({runs_root} keeps {options.retention_help()})", file=sys.stderr)
         for text in mismatches:
             print(f"  {text}", file=sys.stderr)
         for reason in cell.unknown_reasons[:5]:   # a rig failure's log tail indented under its first line
@@ -151,7 +161,10 @@ def _start_cluster(backend: str | None) -> Any:
 
 
 def _runs_root(args: argparse.Namespace) -> Path:
-    """The run dirs' root, made now: one that cannot be made is bad input, refused before a server starts."""
+    """The run dirs' root, made now: one that cannot be made, or a bad CHAOS_KEPT_* bound, is bad
+    input, refused before a server starts."""
+    from chaos.cluster.rundirs import Retention
+    Retention.from_env()
     root = options.runs_root(args)
     _writable(root, f"run dirs cannot go to {root}", f"give a writable dir with --run-dir or ${options.RUNS_ROOT_ENV}")
     return root
@@ -231,6 +244,7 @@ def cmd_matrix(args: argparse.Namespace) -> int:
         _writable(Path(args.out).parent, f"--out {args.out}", "give a path in a writable dir")
     root = _runs_root(args)
     cells, worst = [], EXIT_OK
+    named: list[Path] = []     # the kept dirs the matrix names: retention spares them all
 
     def partial(_broken: list[str]) -> dict:   # a crash still prints the cells that finished
         return {"schema_version": 1, "topology": topology, "runs": runs, "seed": args.seed, "time_scale": scale,
@@ -241,7 +255,7 @@ def cmd_matrix(args: argparse.Namespace) -> int:
         for cell in planned:
             failures.crash_site.cell_json = None
             out, code = run_one_cell(cluster, cell.preset, list(cell.faults), dict(cell.parts), runs or cell.runs,
-                                     args.seed, scale, False, args.backend, root)
+                                     args.seed, scale, False, args.backend, root, named)
             row = matrix_cell(out, area=cell.area, expected=cell.expected, parts=cell.parts)
             cells.append(row)
             worst = max(worst, code)

@@ -10,17 +10,20 @@ Run dirs (histories, worker logs) go to ``<base>/.kept/<cluster>/`` from the sta
 path a failure message names stays valid after the session. What passed is removed by its
 runner (and by the plugin's per-test tidy); what is left is bounded by ``retain``: the newest
 CHAOS_KEPT_DIRS cluster dirs, at most CHAOS_KEPT_MB in all, none older than CHAOS_KEPT_DAYS
-(the base is RAM on /dev/shm). It runs at every cluster start and close.
+(the base is RAM on /dev/shm). It runs at every cluster start and close. The CLI's runs root
+(``--run-dir``, $CHAOS_RUNS_DIR, <tmp>/chaos-runs) is bounded by the same policy after every cell
+(``retain_kept``, one function for both roots).
 """
 from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Mapping
+from typing import Any, ClassVar, Iterable, Mapping
 
 import psutil
 
@@ -235,25 +238,42 @@ def runs_dir(cluster: Any) -> Path:
 def retain(base: Path | None = None, policy: Retention | None = None) -> list[Path]:
     """Remove what `policy` (default: from the environment) does not keep in ``<base>/.kept``;
     return what was removed. Dirs of live clusters are never touched."""
+    return retain_kept(kept_root(base), policy)
+
+
+def retain_kept(root: Path, policy: Retention | None = None, *, spare: Iterable[Path] = (),
+                names: re.Pattern[str] | None = None) -> list[Path]:
+    """Bound a root of kept run dirs by `policy` (default: from the environment): the newest
+    `dirs` entries, at most `max_mb` in all, none older than `max_days`; return what was removed.
+
+    The one retention of both sides: pytest's ``<base>/.kept`` and the CLI's runs root. Never
+    touched: entries whose owner file names a live process (a run under way), the paths in
+    `spare` (what the current command has just named), names starting with "." and, when
+    `names` is given, anything whose name it does not match (the CLI's root may be a dir the
+    user also keeps other things in).
+    """
     policy = policy or Retention.from_env()
-    root = kept_root(base)
+    spared = {Path(p).resolve() for p in spare}
     entries = []
     try:
         children = list(root.iterdir())
     except OSError:
         return []
     for path in children:
-        if not path.is_dir():
+        if path.name.startswith(".") or (names is not None and not names.fullmatch(path.name)):
             continue
-        owner = _read_owner(path)
-        if owner is not None and _alive(owner.pid, owner.create_time):
+        if path.is_symlink() or not (path.is_dir() or (names is not None and path.is_file())):
             continue
-        if owner is None and _empty(path):
-            try:
-                path.rmdir()      # an empty runs dir of a closed cluster: nothing was kept
-            except OSError:
-                pass
-            continue
+        if path.is_dir():
+            owner = _read_owner(path)
+            if owner is not None and _alive(owner.pid, owner.create_time):
+                continue
+            if owner is None and _empty(path):
+                try:
+                    path.rmdir()      # an empty runs dir of a closed cluster: nothing was kept
+                except OSError:
+                    pass
+                continue
         try:
             entries.append((path.stat().st_mtime, path))
         except FileNotFoundError:
@@ -263,11 +283,16 @@ def retain(base: Path | None = None, policy: Retention | None = None) -> list[Pa
     used = 0
     for position, (mtime, path) in enumerate(entries):
         used += _size(path)
+        if path.resolve() in spared:
+            continue
         too_many = position >= policy.dirs
         too_old = now - mtime > policy.max_days * 86400
         too_big = used > budget and position > 0
         if too_many or too_old or too_big:
-            shutil.rmtree(path, ignore_errors=True)
+            if path.is_dir():
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                path.unlink(missing_ok=True)
             removed.append(path)
     return removed
 
@@ -280,6 +305,11 @@ def _empty(path: Path) -> bool:
 
 
 def _size(path: Path) -> int:
+    if not path.is_dir():
+        try:
+            return path.stat().st_size
+        except OSError:
+            return 0
     total = 0
     for dirpath, _dirs, files in os.walk(path):
         for name in files:

@@ -68,3 +68,16 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except Exception as exc:  # noqa: BLE001 - a rig failure (2) or a crash (255): one line, traceback kept
         return failures.failure(exc, args)
+    finally:
+        _stop_fork_server()
+
+
+def _stop_fork_server() -> None:
+    """The workers' fork server is process-wide (chaos.workload.forkserver): stop and reap it
+    before the command returns, so nothing of the command outlives it (not even for a moment)."""
+    module = sys.modules.get("chaos.workload.forkserver")   # not imported: never started
+    if module is not None:
+        try:
+            module.close_fork_server()
+        except KeyboardInterrupt:   # a second Ctrl-C: the server still dies on EOF when we exit
+            pass

@@ -123,6 +123,15 @@ def serve() -> None:
     sel.register(0, selectors.EVENT_READ)
     sel.register(wake_r, selectors.EVENT_READ)
     children: set[int] = set()
+    try:
+        _serve_loop(sel, wake_r, out, server_pid, [0, sel.fileno(), wake_r, wake_w, out.fileno()], children)
+    except KeyboardInterrupt:   # a terminal's Ctrl-C reaches the server too: its children go with it
+        _end_children(children)
+        raise
+
+
+def _serve_loop(sel: selectors.BaseSelector, wake_r: int, out: Any, server_pid: int, server_fds: list[int],
+                children: set[int]) -> None:
     buf = bytearray()
     while True:
         eof = False
@@ -149,7 +158,7 @@ def serve() -> None:
                     out.write(json.dumps({"id": req["id"], "error": str(exc)}) + "\n")
                     continue
                 if pid == 0:
-                    _child(req, req["log"], server_pid, [0, sel.fileno(), wake_r, wake_w, out.fileno()])
+                    _child(req, req["log"], server_pid, server_fds)
                 children.add(pid)
                 out.write(json.dumps({"id": req["id"], "pid": pid}) + "\n")
         while children:
@@ -162,12 +171,24 @@ def serve() -> None:
             children.discard(pid)
             out.write(json.dumps({"exit": pid, "code": os.waitstatus_to_exitcode(status)}) + "\n")
         if eof:
-            for pid in children:
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
+            _end_children(children)
             return
+
+
+def _end_children(children: set[int]) -> None:
+    """SIGKILL the children still running and reap them: a child left unreaped when the server
+    exits is reparented to init and outlives the run as a zombie."""
+    for pid in children:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    for pid in children:
+        try:
+            os.waitpid(pid, 0)
+        except (ChildProcessError, InterruptedError):
+            pass
+    children.clear()
 
 
 # ----------------------------------------------------------------------------- client side
@@ -307,6 +328,16 @@ def fork_server() -> ForkServer:
         if _server is None or not _server.alive():
             _server = ForkServer()
         return _server
+
+
+def close_fork_server() -> None:
+    """Stop the process-wide fork server now and reap it (a command ending must not leave it
+    to exit after the orchestrator, on EOF, where it is reparented and shows up as left over)."""
+    global _server
+    with _server_lock:
+        server, _server = _server, None
+    if server is not None:
+        server.close()
 
 
 if __name__ == "__main__":

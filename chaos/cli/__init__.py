@@ -64,7 +64,9 @@ def main(argv: list[str] | None = None) -> int:
     except BadArguments as exc:
         return failures.bad_input(exc)
     except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
+        where = failures.crash_site.run_dir
+        kept = f": the cell's run dirs so far are in {where}" if where is not None and where.is_dir() else ""
+        print(f"interrupted{kept}", file=sys.stderr)
         return 130
     except Exception as exc:  # noqa: BLE001 - a rig failure (2) or a crash (255): one line, traceback kept
         return failures.failure(exc, args)

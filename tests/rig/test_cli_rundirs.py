@@ -176,3 +176,4 @@ def test_ctrl_c_mid_run_exits_130_and_leaves_nothing(tmp_path):
     kept = [p for p in runs.iterdir() if not p.name.startswith(".")]
     assert len(kept) == 1 and not (kept[0] / "owner.json").exists(), \
         "the interrupted cell's dir stays (for a look), released to the retention"
+    assert f"interrupted: the cell's run dirs so far are in {kept[0]}" in "".join(cli.stderr)

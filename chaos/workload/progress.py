@@ -31,7 +31,8 @@ class ProgressWatch:
     last useful op (monotonic seconds); `busy(processes)` says whether one of them is inside
     an apply (invoke not yet completed); `in_hand(processes)` counts the entries those
     processes hold; `failed_since(entry_id, t)` whether an entry's handling failed at or
-    after `t` (the drain's "tried and still pending"). Every answer is kept up to date op by
+    after `t` by the job itself (a poison job: the drain's "tried and still pending"; a broken
+    link is not such a failure). Every answer is kept up to date op by
     op, so a poll costs what was written since the last one, not the size of the run."""
 
     def __init__(self, run_dir: Path) -> None:
@@ -93,7 +94,9 @@ class ProgressWatch:
                 return
             if kind == "ok":
                 self.handled += 1
-            else:
+            elif kind == "fail" and str(value).startswith("poison:"):
+                # the job's own failure (it fails again on every attempt); a broken link or a DB
+                # error is not: the entry's next claim may well succeed, so a drain waits for it
                 self.failed_at[entry] = max(at, self.failed_at.get(entry, at))
             self.put_down[entry] = max(at, self.put_down.get(entry, at))
             self._settle(entry, self.delivered.get(entry, (None, None))[1])

@@ -159,10 +159,29 @@ def test_in_hand_follows_times_not_the_order_files_are_read_in(tmp_path):
     watch.poll()
     assert watch.in_hand(["R1", "W1"]) == 1         # 2-0 is delivered and not applied yet
     assert watch.in_hand(["W1"]) == 0               # a dead reader's entries are nobody's
-    _write_ops(hist / "W1.jsonl", [{"time": 5.0, "process": "W1", "type": "fail", "f": "apply", "entry_id": "2-0"}])
+    _write_ops(hist / "W1.jsonl", [{"time": 4.8, "process": "W1", "type": "fail", "f": "apply", "entry_id": "2-0",
+                                    "value": "OperationalError: the connection is lost"},
+                                   {"time": 5.0, "process": "W1", "type": "fail", "f": "apply", "entry_id": "2-0",
+                                    "value": "poison: poison job 2"}])
     watch.poll()
     assert watch.in_hand(["R1", "W1"]) == 0 and watch.failed_since("2-0", 4.5) and not watch.failed_since("2-0", 5.5)
     assert watch.handled == 1
+
+
+def test_a_broken_link_is_not_a_failure_the_drain_may_stop_for(tmp_path):
+    """The drain stops for an entry that failed again in it only when the job itself failed
+    (poison): an apply that failed on a link the fault broke may succeed at the next claim."""
+    from chaos.workload.progress import ProgressWatch
+    hist = tmp_path / "history"
+    hist.mkdir()
+    _write_ops(hist / "C2.jsonl", [
+        {"time": 1.0, "process": "C2", "type": "ok", "f": "deliver", "entry_id": "7-0", "via": "claim"},
+        {"time": 1.1, "process": "C2", "type": "invoke", "f": "apply", "entry_id": "7-0"},
+        {"time": 1.2, "process": "C2", "type": "fail", "f": "apply", "entry_id": "7-0",
+         "value": "OperationalError: consuming input failed: server closed the connection unexpectedly"}])
+    watch = ProgressWatch(tmp_path)
+    watch.poll()
+    assert not watch.failed_since("7-0", 0.5)
 
 
 def test_a_stalled_run_ends_unknown_with_its_reason(cluster):

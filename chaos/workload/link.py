@@ -30,10 +30,11 @@ def pinned(r: redis.Redis) -> AbstractConnection:
     return conn
 
 
-def exchange(r: redis.Redis, commands: list[tuple[Any, ...]]) -> list[Any]:
+def exchange(r: redis.Redis, commands: list[tuple[Any, ...]], *, raise_on_error: bool = True) -> list[Any]:
     """Send `commands` in one write and read their raw replies, in order. An error reply
-    (e.g. NOREPLICAS) is raised once every reply is read, so the connection stays in step;
-    a link error disconnects it (redis-py does) and propagates."""
+    (e.g. NOREPLICAS) is raised once every reply is read, so the connection stays in step
+    (with `raise_on_error=False` it is returned in its place, as redis-py's pipelines do);
+    a link error disconnects the connection (redis-py does) and propagates."""
     conn = pinned(r)
     if _pack_command is not None:
         packed = [b"".join([_pack_command(command) for command in commands])]
@@ -47,7 +48,7 @@ def exchange(r: redis.Redis, commands: list[tuple[Any, ...]]) -> list[Any]:
         except redis.ResponseError as exc:
             error = error or exc
             replies.append(exc)
-    if error is not None:
+    if error is not None and raise_on_error:
         raise error
     return replies
 

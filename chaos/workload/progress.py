@@ -11,10 +11,16 @@ these conditions, not on a quiet period.
 """
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 
 from chaos.history import history_dir, parse_op
+
+
+# Publish and ack ops only say that work went on: of those, only the last one read is parsed, for
+# its time (half of a run's ops; the history writer writes them compact, so the text is exact).
+_PUBLISH, _ACK = b'"f":"publish"', b'"f":"ack"'
 
 
 def _useful(op: dict) -> bool:
@@ -69,32 +75,36 @@ class ProgressWatch:
         return self.failed_at.get(entry_id, float("-inf")) >= since
 
     def _track(self, op: dict) -> None:
-        f, kind, value, entry = op.get("f"), op.get("type"), op.get("value"), op.get("entry_id")
-        if f == "log" and isinstance(value, dict) and "started" in value:
-            self.open_applies[op.get("process", "")] = 0  # a new incarnation: the dead one's invokes dangle
+        f = op.get("f")
+        if f != "deliver" and f != "apply" and f != "dlq":
+            value = op.get("value")
+            if f == "log" and isinstance(value, dict) and "started" in value:
+                self.open_applies[op.get("process", "")] = 0  # a new incarnation: the dead one's invokes dangle
             return
+        entry = op.get("entry_id")
         if entry is None:  # released parked events carry none
             return
-        at = op.get("time", 0.0)
+        kind, at = op.get("type"), op.get("time", 0.0)
         if f == "deliver":
-            previous = self.delivered.get(entry)
-            if kind == "ok" and (previous is None or at > previous[0]):
-                self.delivered[entry] = (at, op.get("process", ""))
-                self._settle(entry, previous[1] if previous else None)
+            if kind == "ok":
+                previous = self.delivered.get(entry)
+                if previous is None or at > previous[0]:
+                    self.delivered[entry] = (at, op.get("process", ""))
+                    self._settle(entry, previous[1] if previous else None)
         elif f == "dlq":
             self.put_down[entry] = max(at, self.put_down.get(entry, at))
             self._settle(entry, self.delivered.get(entry, (None, None))[1])
             if kind == "ok":
                 self.handled += 1
-        elif f == "apply":
+        else:  # apply
             process = op.get("process", "")
-            delta = 1 if kind == "invoke" else -1
-            self.open_applies[process] = max(0, self.open_applies.get(process, 0) + delta)
             if kind == "invoke":
+                self.open_applies[process] = self.open_applies.get(process, 0) + 1
                 return
+            self.open_applies[process] = max(0, self.open_applies.get(process, 0) - 1)
             if kind == "ok":
                 self.handled += 1
-            elif kind == "fail" and str(value).startswith("poison:"):
+            elif kind == "fail" and str(op.get("value")).startswith("poison:"):
                 # the job's own failure (it fails again on every attempt); a broken link or a DB
                 # error is not: the entry's next claim may well succeed, so a drain waits for it
                 self.failed_at[entry] = max(at, self.failed_at.get(entry, at))
@@ -102,12 +112,15 @@ class ProgressWatch:
             self._settle(entry, self.delivered.get(entry, (None, None))[1])
 
     def poll(self) -> float:
-        if not self.dir.is_dir():
+        try:
+            names = [entry.name for entry in os.scandir(self.dir) if entry.name.endswith(".jsonl")]
+        except FileNotFoundError:
             return self.last_useful
-        for path in self.dir.glob("*.jsonl"):
+        for name in names:
+            path = os.path.join(self.dir, name)
             start = self.offsets.get(path, 0)
             try:
-                size = path.stat().st_size
+                size = os.stat(path).st_size
             except FileNotFoundError:
                 continue
             if size <= start:
@@ -119,7 +132,12 @@ class ProgressWatch:
             lines = data.split(b"\n")
             if lines[-1]:
                 self.partial[path] = lines[-1]
+            timed = b""   # the last of the lines whose only use here is their time
             for line in lines[:-1]:
+                if _PUBLISH in line or _ACK in line:
+                    timed = line
+                    self.useful_ops += 1
+                    continue
                 op = parse_op(line)
                 if op is None:
                     continue
@@ -127,4 +145,7 @@ class ProgressWatch:
                 if _useful(op):
                     self.useful_ops += 1
                     self.last_useful = max(self.last_useful, op.get("time", 0.0))
+            op = parse_op(timed) if timed else None
+            if op is not None:   # (a process's ops are in time order in its file)
+                self.last_useful = max(self.last_useful, op.get("time", 0.0))
         return self.last_useful

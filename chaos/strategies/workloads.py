@@ -156,15 +156,19 @@ class ManyOrders(Workload):
         return self.keys * self.events * (1 + self.resend)
 
     def make_events(self, rng: random.Random) -> list[Event]:
+        events, cost_ms, jitter_ms, gap_ms = self.events, self.cost_ms, self.jitter_ms, self.gap_ms
+        etypes = [etype_of(v) for v in range(1, events + 1)]
+        fixed_cost = round(cost_ms, 3)
         pending = {str(k): 1 for k in range(1, self.keys + 1)}
         order = list(pending)  # the keys still open, in insertion order (what list(pending) gives)
         out: list[Event] = []
+        append, choice, uniform = out.append, rng.choice, rng.uniform   # (10^5 events: locals count)
         while order:
-            key = rng.choice(order)  # the same draws as rng.choice(list(pending)), without the copy
+            key = choice(order)  # the same draws as rng.choice(list(pending)), without the copy
             v = pending[key]
-            cost = self.cost_ms + (rng.uniform(0, self.jitter_ms) if self.jitter_ms else 0.0)
-            out.append(Event(f"e{key}-{v}", key, etype_of(v), v, round(cost, 3), len(out) * self.gap_ms))
-            if v == self.events:
+            cost = round(cost_ms + uniform(0, jitter_ms), 3) if jitter_ms else fixed_cost
+            append(Event(f"e{key}-{v}", key, etypes[v - 1], v, cost, len(out) * gap_ms))
+            if v == events:
                 del pending[key]
                 order.remove(key)  # once per key
             else:

@@ -50,13 +50,18 @@ class Sharded(Delivery):
         return [shard_stream(n, i) for n in self.layouts() for i in range(n)]
 
     def route(self, events: list[Event]) -> list[Event]:
-        old = ",".join(shard_stream(self.shards, i) for i in range(self.shards))
+        shards, reshard_to, reshard_after = self.shards, self.reshard_to, self.reshard_after
+        old = ",".join(shard_stream(shards, i) for i in range(shards))
+        drain = self.reshard_mode == "drain"
+        stream_of: dict[tuple[int, str], str] = {}   # (layout, key) -> stream: crc32 once per key
         out = []
         for index, ev in enumerate(events):
-            switched = bool(self.reshard_to) and index >= self.reshard_after
-            n = self.reshard_to if switched else self.shards
-            barrier = old if switched and self.reshard_mode == "drain" else ""
-            out.append(ev.routed(shard_stream(n, shard_of(ev.key, n)), barrier))
+            switched = bool(reshard_to) and index >= reshard_after
+            n = reshard_to if switched else shards
+            stream = stream_of.get((n, ev.key))
+            if stream is None:
+                stream = stream_of[n, ev.key] = shard_stream(n, shard_of(ev.key, n))
+            out.append(ev.routed(stream, old if switched and drain else ""))
         return out
 
     def plans(self, job: dict[str, Any]) -> list[ProcessPlan]:

@@ -31,10 +31,15 @@ class JobRunner:
         # XACK goes out in one pipeline with the next XREADGROUP (one round trip saved per read)
         self.deferred: list[tuple[str, str, Event, str | None]] = []
         self.hold_ack = False   # set by the consumer for the last entry of a read
+        self.unwritten: list[dict] = []   # a deliver op that goes out with the apply's invoke
 
     def deliver(self, r: redis.Redis, stream: str, entry_id: str, fields: dict | None,
-                via: str, delivery_count: int) -> Event | None:
-        """Record the delivery; None for an entry that is gone (trimmed) or not an event."""
+                via: str, delivery_count: int, *, with_apply: bool = False) -> Event | None:
+        """Record the delivery; None for an entry that is gone (trimmed) or not an event.
+        `with_apply`: the apply follows at once (the group consumer), so when nothing may happen
+        in between (no `after_read` failpoint, no ack on receipt) the deliver op is written
+        together with the apply's invoke, in one write (ops produced together, as the history
+        allows: a SIGKILL keeps a prefix of them)."""
         env = self.env
         if fields is None:
             env.op("info", "deliver", entry_id=entry_id, stream=stream, via=via, value="entry deleted")
@@ -46,6 +51,10 @@ class JobRunner:
             env.op("info", "deliver", entry_id=entry_id, stream=stream, via=via, value=str(exc))
             r.xack(stream, self.group, entry_id)
             return None
+        if with_apply and self.ack.mode == "after" and "after_read" not in env.failpoints.armed:
+            self.unwritten.append(env.history.make("ok", "deliver", **ev.op_fields(), entry_id=entry_id,
+                                                   stream=stream, delivery_count=delivery_count, via=via))
+            return ev
         env.op("ok", "deliver", **ev.op_fields(), entry_id=entry_id, stream=stream,
                delivery_count=delivery_count, via=via)
         env.failpoints.hit("after_read", **ev.op_fields())
@@ -64,7 +73,9 @@ class JobRunner:
     def apply(self, ev: Event, entry_id: str) -> str:
         """Run the guard; DONE when the effect committed (or was rejected), FAILED otherwise."""
         env = self.env
-        env.op("invoke", "apply", **ev.op_fields(), entry_id=entry_id)
+        invoke = env.history.make("invoke", "apply", **ev.op_fields(), entry_id=entry_id)
+        unwritten, self.unwritten = self.unwritten, []
+        env.history.ops([*unwritten, invoke])
         self.guard.write_sent = False
         try:
             try:
@@ -143,10 +154,12 @@ class JobRunner:
     def handle(self, r: redis.Redis, stream: str, entry_id: str, fields: dict | None,
                via: str, delivery_count: int) -> None:
         """All three steps in this process (the group consumer)."""
-        ev = self.deliver(r, stream, entry_id, fields, via, delivery_count)
+        ev = self.deliver(r, stream, entry_id, fields, via, delivery_count, with_apply=True)
         if ev is None:
             return
         if self.ack.max_attempts and delivery_count > self.ack.max_attempts:
+            unwritten, self.unwritten = self.unwritten, []
+            self.env.history.ops(unwritten)
             self.dead_letter(r, stream, entry_id, ev, delivery_count)
             return
         status = self.apply(ev, entry_id)

@@ -11,7 +11,8 @@ producer, consumer processes, the checker. Sections (--only picks some):
   one consumer and 30,375/s with four (direct), and proxy >= 0.5 x direct.
 * faults: the load area's cells (chaos/expectations/load.py) at a size (default full:
   10^5 events over 10^3 orders) for `recommended` under each fault and all three: wall time
-  (target < 30 s), verdict and counts, time by phase, the checker's share, and the peak RSS
+  (target < 30 s), verdict and counts, time by phase, the checker's share, the CPU seconds by
+  kind of process (less at the mercy of the shared machine than the wall time), and the peak RSS
   of every process (sampled every 0.2 s; workers named from the history's spawn ops).
 * growth: the throughput run with 4 consumers through the proxies at 10^4, 10^5 and 10^6
   events: wall time per size and the ratio per doubling (1.0 = linear). 10^6 is skipped
@@ -76,14 +77,25 @@ class Direct:
 
 
 class PeakMemory:
-    """Peak RSS of this process and every descendant (workers, servers, proxy), by pid."""
+    """Peak RSS of this process and every descendant (workers, servers, proxy), by pid, and the
+    CPU seconds each used (user + system at its last sample: a figure that depends much less
+    than the wall time on what else the shared machine runs)."""
 
     def __init__(self, interval_s: float = 0.2) -> None:
         self.interval_s, self.peak, self.names = interval_s, {}, {}
+        self.cpu: dict[int, float] = {}
+        self.cpu_before: dict[int, float] = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._sample, daemon=True)
 
     def __enter__(self) -> PeakMemory:
+        me = psutil.Process()
+        for proc in [me, *me.children(recursive=True)]:   # what the servers had used before the cell
+            try:
+                times = proc.cpu_times()
+                self.cpu_before[proc.pid] = times.user + times.system
+            except psutil.Error:
+                continue
         self._thread.start()
         return self
 
@@ -96,6 +108,10 @@ class PeakMemory:
         while not self._stop.is_set():
             for proc in [me, *me.children(recursive=True)]:
                 try:
+                    times = proc.cpu_times()
+                    self.cpu[proc.pid] = times.user + times.system
+                    if proc.pid not in self.names:
+                        self.names[proc.pid] = _label(proc, me.pid)
                     rss = proc.memory_info().rss
                     if rss > self.peak.get(proc.pid, 0):
                         self.peak[proc.pid] = rss
@@ -104,6 +120,18 @@ class PeakMemory:
                 except psutil.Error:
                     continue
             self._stop.wait(self.interval_s)
+
+    def cpu_by_name(self, workers: dict[int, str]) -> dict[str, float]:
+        """CPU seconds used during the cell by kind of process (consumers `C*` and producers
+        `P-*` summed; every PostgreSQL process under `postgres`), most first."""
+        out: dict[str, float] = defaultdict(float)
+        for pid, cpu in self.cpu.items():
+            name = workers.get(pid) or self.names.get(pid, str(pid))
+            head, _, tail = name.rpartition(" ")
+            kind = ("consumers" if name.startswith("C") else "producers" if name.startswith("P-")
+                    else head if tail.isdigit() else name)
+            out[kind] += cpu - self.cpu_before.get(pid, 0.0)
+        return {k: round(v, 1) for k, v in sorted(out.items(), key=lambda kv: -kv[1])}
 
     def by_name(self, workers: dict[int, str]) -> dict[str, float]:
         """MB per process, workers named from the run's history."""
@@ -202,7 +230,8 @@ def fault_cells(cluster: Any, size_name: str, pick: list[str]) -> dict[str, Any]
                               keep_runs="always", raise_fault_errors=False)
             wall = time.monotonic() - started
         try:
-            peak = memory.by_name(spawned(result.run_dirs))
+            workers = spawned(result.run_dirs)
+            peak, cpu = memory.by_name(workers), memory.cpu_by_name(workers)
         finally:
             kept = keep_failed_runs(result)
         phases = phase_times(result)
@@ -213,7 +242,7 @@ def fault_cells(cluster: Any, size_name: str, pick: list[str]) -> dict[str, Any]
             "counts": {k: counts[k] for k in ("published", "lost", "duplicated", "redelivered", "reordered",
                                               "wrong_keys", "pending_left", "handled")},
             "phases_s": phases, "checker_share": round(phases.get("check", 0.0) / wall, 3) if wall else None,
-            "peak_rss_mb": peak, "run_dirs_kept": kept,
+            "peak_rss_mb": peak, "cpu_s": cpu, "run_dirs_kept": kept,
             "load_before": before, "load_after": load()}
     return out
 

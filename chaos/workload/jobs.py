@@ -72,14 +72,15 @@ class JobRunner:
 
     def apply(self, ev: Event, entry_id: str) -> str:
         """Run the guard; DONE when the effect committed (or was rejected), FAILED otherwise."""
-        env = self.env
+        env, armed = self.env, self.env.failpoints.armed
         invoke = env.history.make("invoke", "apply", **ev.op_fields(), entry_id=entry_id)
         unwritten, self.unwritten = self.unwritten, []
         env.history.ops([*unwritten, invoke])
         self.guard.write_sent = False
         try:
             try:
-                env.failpoints.hit("before_apply", **ev.op_fields())
+                if "before_apply" in armed:  # (the common case builds no arguments)
+                    env.failpoints.hit("before_apply", **ev.op_fields())
                 outcome = self.guard.apply(ev, entry_id, lambda: self.work(ev))
             except (PoisonJob, FailpointFailure) as exc:
                 env.op("fail", "apply", **ev.op_fields(), entry_id=entry_id, value=f"poison: {exc}")
@@ -91,12 +92,14 @@ class JobRunner:
                 if not isinstance(exc, (redis.RedisError, OSError)):
                     self._reset_pg()
                 return FAILED
-            env.failpoints.hit("after_commit", **ev.op_fields())  # committed, its apply op not yet written
+            if "after_commit" in armed:
+                env.failpoints.hit("after_commit", **ev.op_fields())  # committed, its apply op not yet written
             env.op("ok", "apply", **ev.op_fields(), entry_id=entry_id, rows=outcome.rows,
                    effect=outcome.effect, value=outcome.value)
         finally:
             self.guard.after_apply()
-        env.failpoints.hit("after_apply_before_ack", **ev.op_fields())
+        if "after_apply_before_ack" in armed:
+            env.failpoints.hit("after_apply_before_ack", **ev.op_fields())
         return DONE
 
     def _reset_pg(self) -> None:

@@ -15,6 +15,7 @@ from typing import Any
 
 import redis
 from redis.connection import AbstractConnection
+from redis.sentinel import SentinelConnectionPool
 
 try:  # the C packer redis-py itself ends in, without its per-argument Python checks
     from hiredis import pack_command as _pack_command
@@ -34,8 +35,26 @@ def exchange(r: redis.Redis, commands: list[tuple[Any, ...]], *, raise_on_error:
     """Send `commands` in one write and read their raw replies, in order. An error reply
     (e.g. NOREPLICAS) is raised once every reply is read, so the connection stays in step
     (with `raise_on_error=False` it is returned in its place, as redis-py's pipelines do);
-    a link error disconnects the connection (redis-py does) and propagates."""
-    conn = pinned(r)
+    a link error disconnects the connection (redis-py does) and propagates.
+
+    Through Sentinel the client is not pinned: each exchange checks a connection out of the
+    pool and back, as redis-py's pipelines do, so the pool's own handling of a failover (a
+    new primary named on reconnect, connections to a demoted one dropped) stays in force;
+    pinned, a consumer's blocking reads stayed on the old primary and never followed."""
+    if isinstance(r.connection_pool, SentinelConnectionPool) and r.connection is None:
+        pool = r.connection_pool
+        conn = pool.get_connection()
+        try:
+            return _exchange_on(conn, commands, raise_on_error)
+        except (redis.ConnectionError, redis.TimeoutError, OSError):
+            conn.disconnect()
+            raise
+        finally:
+            pool.release(conn)
+    return _exchange_on(pinned(r), commands, raise_on_error)
+
+
+def _exchange_on(conn: AbstractConnection, commands: list[tuple[Any, ...]], raise_on_error: bool) -> list[Any]:
     if _pack_command is not None:
         packed = [b"".join([_pack_command(command) for command in commands])]
     else:

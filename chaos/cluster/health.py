@@ -76,6 +76,8 @@ class Component:
 
 
 def describe_exit(code: int | None) -> str:
+    """`exit code 3`, `killed by SIGKILL`, or `running` (the one description of a process's end:
+    servers here, workers through chaos.workload.procutil)."""
     if code is None:
         return "running"
     if code < 0:
@@ -83,7 +85,7 @@ def describe_exit(code: int | None) -> str:
             return f"killed by {signal.Signals(-code).name}"
         except ValueError:
             return f"killed by signal {-code}"
-    return f"exited with code {code}"
+    return f"exit code {code}"
 
 
 def process_state(pid: int) -> str:

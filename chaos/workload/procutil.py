@@ -1,9 +1,14 @@
-"""Process plumbing: die with the parent (PR_SET_PDEATHSIG) and describe how a process ended."""
+"""Process plumbing: die with the parent (PR_SET_PDEATHSIG), log tails, a SIGSTOP seen; how a
+process ended and its /proc state come from chaos.cluster.health (one of each for servers and workers)."""
 from __future__ import annotations
 
 import ctypes
 import os
 import signal
+
+from chaos.cluster.health import describe_exit, process_state
+
+__all__ = ["describe_exit", "die_with_parent", "process_state", "process_stopped", "tail"]
 
 _PR_SET_PDEATHSIG = 1
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -19,18 +24,6 @@ def die_with_parent(parent: int, sig: int = signal.SIGKILL) -> None:
         raise OSError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG) failed")
     if os.getppid() != parent:  # the parent died before the kernel could watch it for us
         os._exit(1)
-
-
-def describe_exit(code: int | None) -> str:
-    """`exit code 3`, `killed by SIGKILL`, or `running`."""
-    if code is None:
-        return "running"
-    if code < 0:
-        try:
-            return f"killed by {signal.Signals(-code).name}"
-        except ValueError:
-            return f"killed by signal {-code}"
-    return f"exit code {code}"
 
 
 def tail(path: os.PathLike | str, lines: int = 20) -> str:
@@ -52,8 +45,4 @@ def process_stopped(pid: int) -> bool:
     sent in between is lost and the worker stays stopped for good, so whoever resumes it
     waits for this first.
     """
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().rsplit(")", 1)[1].split()[0] in ("T", "t")
-    except (OSError, IndexError):
-        return False
+    return process_state(pid) in ("T", "t")

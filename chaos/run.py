@@ -39,7 +39,6 @@ from redis.backoff import NoBackoff
 from redis.retry import Retry
 
 from chaos.checker import CellResult, Counts, FinalState, RunResult, check_run, summarize
-from chaos.cluster.health import describe_exit as describe_server_exit
 from chaos.cluster.health import rig_problems
 from chaos.cluster.rundirs import runs_dir
 from chaos.proxy.client import ToxiproxyError
@@ -408,7 +407,7 @@ class RigWatch:
         forks = self.forks
         if forks is not None and forks._proc is not None and not forks.alive():
             found.append(f"worker fork server (pid {forks._proc.pid}) died: "
-                         f"{describe_server_exit(forks._proc.returncode)}; log tail:\n"
+                         f"{describe_exit(forks._proc.returncode)}; log tail:\n"
                          f"(it writes to the orchestrator's stderr; its workers died with it)")
         full = disk_full(self.run.dir)
         if full:
@@ -513,9 +512,7 @@ class _Run:
         try:
             self.orchestrator.op("info", "log", value=value)
         except OSError as exc:
-            if not _no_space(exc):
-                raise
-            self.rig.record([disk_full(self.dir, exc)])
+            self.disk_full_or_raise(exc)
 
     @property
     def rig_failures(self) -> list[str]:
@@ -524,6 +521,12 @@ class _Run:
     def raise_if_rig_failed(self) -> None:
         if self.rig.failed.is_set():
             raise _RigFailed("; ".join(f.split("; log tail:")[0] for f in self.rig.failures))
+
+    def disk_full_or_raise(self, exc: OSError) -> None:
+        """A full run-dir disk is a rig failure; any other OSError is the framework's own."""
+        if not _no_space(exc):
+            raise exc
+        self.rig.record([disk_full(self.dir, exc)])
 
     def rig_error(self, exc: BaseException, where: str) -> None:
         """An orchestrator call failed under the rig: name the broken component (a confirmed
@@ -737,9 +740,7 @@ class _Run:
             except RIG_ERRORS as exc:
                 self.rig_error(exc, "workload")
             except OSError as exc:
-                if not _no_space(exc):
-                    raise
-                self.rig.record([disk_full(self.dir, exc)])
+                self.disk_full_or_raise(exc)
             finally:
                 self.stop_event.set()
                 with self.phase("heal"):
@@ -752,9 +753,7 @@ class _Run:
                     except RIG_ERRORS as exc:
                         self.rig_error(exc, "drain")
                     except OSError as exc:
-                        if not _no_space(exc):
-                            raise
-                        self.rig.record([disk_full(self.dir, exc)])
+                        self.disk_full_or_raise(exc)
         finally:
             with self.phase("stop"):
                 self.stop_all()
@@ -768,9 +767,7 @@ class _Run:
                 try:
                     writer.close()
                 except OSError as exc:
-                    if not _no_space(exc):
-                        raise
-                    self.rig.record([disk_full(self.dir, exc)])
+                    self.disk_full_or_raise(exc)
             history = read_history(self.dir, run=self.index)
             if not self.reasons and not self.rig.failures and not unread:
                 self.reasons += self.leftovers(final)

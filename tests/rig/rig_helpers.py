@@ -9,8 +9,11 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import psutil
 
@@ -132,3 +135,31 @@ def run_cli_breaking(component: str, args: list[str], *, after_s: float, sig: in
     except ValueError:
         raise AssertionError(f"stdout is not one JSON object:\n{text[:2000]}\nstderr:\n{stderr.decode()[-3000:]}")
     return CliRun(proc.returncode, out, stderr.decode(), wall, int(broken["pid"]), sorted(seen), broken["at"])
+
+
+def marked_processes(marker: str) -> list[str]:
+    """Live processes (zombies aside) that inherited CHAOS_TEST_MARKER=marker: what a run
+    started and left behind."""
+    found = []
+    for proc in psutil.process_iter(["pid", "cmdline"]):
+        try:
+            if proc.environ().get("CHAOS_TEST_MARKER") == marker and proc.status() != psutil.STATUS_ZOMBIE:
+                found.append(f"{proc.pid}: {' '.join(proc.info['cmdline'] or [])}")
+        except (psutil.Error, OSError):
+            continue
+    return found
+
+
+@contextmanager
+def breakable_cluster(name: str, start: Callable[[str], Any] | None = None) -> Iterator[Any]:
+    """A native topology of the test's own (`start(name)`, default NativeCluster.start), which
+    the test breaks: on the way out, whatever it SIGSTOPped is resumed before it is closed."""
+    from chaos.cluster.native import NativeCluster
+    cluster = (start or NativeCluster.start)(name)
+    try:
+        yield cluster
+    finally:
+        for proc in cluster._procs.values():
+            if proc.alive():
+                os.kill(proc.pid, signal.SIGCONT)
+        cluster.close()

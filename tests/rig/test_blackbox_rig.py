@@ -18,12 +18,11 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-import psutil
 import pytest
 
-from chaos.cluster.native import NativeCluster
 from chaos.cluster.rundirs import base_dir
 from chaos.errors import RigFailure
+from rig_helpers import breakable_cluster, marked_processes
 
 ROOT = Path(__file__).resolve().parents[2]
 WORKER = "python -m examples.redis_py_ack_first"
@@ -133,17 +132,6 @@ def run_breaking(tmp_path: Path, config: Path, record: str | None, sig: int = si
     return Broken(proc.returncode, data, stderr, victim["pid"], marker, proc.pid)
 
 
-def left_running(marker: str) -> list[str]:
-    found = []
-    for proc in psutil.process_iter(["pid", "cmdline"]):
-        try:
-            if proc.environ().get("CHAOS_TEST_MARKER") == marker and proc.status() != psutil.STATUS_ZOMBIE:
-                found.append(f"{proc.pid}: {' '.join(proc.info['cmdline'] or [])}")
-        except (psutil.Error, OSError):
-            continue
-    return found
-
-
 def assert_rig_failure(out: Broken, component: str, problem: str) -> None:
     assert out.code == 2, out.stderr[-3000:]
     data = out.data
@@ -157,7 +145,7 @@ def assert_rig_failure(out: Broken, component: str, problem: str) -> None:
     assert any(reason.startswith(f"run 0: {component}") for reason in data["unknown_reasons"])
     assert data["per_run"][0]["rig_failures"] and data["run_dir"], "the run dir is kept: something to look at"
     assert "Traceback" not in out.stderr
-    assert not left_running(out.marker)
+    assert not marked_processes(out.marker)
     assert not glob.glob(f"{base_dir()}/bb-{out.pid}-*"), "the cluster dir was removed"
 
 
@@ -178,14 +166,8 @@ def test_a_broken_rig_ends_the_blackbox_run_unknown_naming_it(record, sig, probl
 def staging(tmp_path):
     """Servers the external backend did not start: a native topology of this test's own,
     which the test breaks."""
-    cluster = NativeCluster.start(f"rig-staging-{os.getpid()}-{uuid.uuid4().hex[:6]}")
-    try:
+    with breakable_cluster(f"rig-staging-{os.getpid()}-{uuid.uuid4().hex[:6]}") as cluster:
         yield cluster
-    finally:
-        for proc in cluster._procs.values():
-            if proc.alive():
-                os.kill(proc.pid, signal.SIGCONT)
-        cluster.close()
 
 
 @pytest.mark.slow

@@ -22,6 +22,7 @@ import psutil
 import pytest
 
 from chaos.cluster.rundirs import base_dir
+from rig_helpers import marked_processes
 
 ROOT = Path(__file__).resolve().parents[2]
 EXT = {"CHAOS_REDIS_PRIMARY": "127.0.0.1:{closed}", "CHAOS_REDIS_REPLICA": "127.0.0.1:{closed}",
@@ -66,18 +67,6 @@ def chaos_cli(args: list[str], tmp_path: Path, env: dict[str, str] | None = None
         if proc.poll() is None:
             os.killpg(proc.pid, 9)
     return Outcome(proc.returncode, stdout, stderr, proc.pid, marker, runs)
-
-
-def marked_processes(marker: str) -> list[str]:
-    """Processes still alive that inherited the run's environment (a server it started)."""
-    found = []
-    for proc in psutil.process_iter(["pid", "cmdline"]):
-        try:
-            if proc.environ().get("CHAOS_TEST_MARKER") == marker and proc.status() != psutil.STATUS_ZOMBIE:
-                found.append(f"{proc.pid}: {' '.join(proc.info['cmdline'] or [])}")
-        except (psutil.Error, OSError):
-            continue
-    return found
 
 
 def assert_bad_input(out: Outcome, *words: str) -> str:

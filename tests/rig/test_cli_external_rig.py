@@ -18,10 +18,9 @@ import time
 import uuid
 from pathlib import Path
 
-import psutil
 import pytest
 
-from chaos.cluster.native import NativeCluster
+from rig_helpers import breakable_cluster, marked_processes
 
 ROOT = Path(__file__).resolve().parents[2]
 WORKLOAD = "workload=many-orders:keys=400,events=5,cost_ms=2"   # ~4 s of work: the kill lands mid-run
@@ -30,22 +29,8 @@ BREAK_AFTER_S = 0.5
 
 @pytest.fixture
 def staging():
-    cluster = NativeCluster.start(f"ext-staging-{os.getpid()}-{uuid.uuid4().hex[:6]}")
-    try:
+    with breakable_cluster(f"ext-staging-{os.getpid()}-{uuid.uuid4().hex[:6]}") as cluster:
         yield cluster
-    finally:
-        cluster.close()
-
-
-def left_running(marker: str) -> list[str]:
-    found = []
-    for proc in psutil.process_iter(["pid", "cmdline"]):
-        try:
-            if proc.environ().get("CHAOS_TEST_MARKER") == marker and proc.status() != psutil.STATUS_ZOMBIE:
-                found.append(f"{proc.pid}: {' '.join(proc.info['cmdline'] or [])}")
-        except (psutil.Error, OSError):
-            continue
-    return found
 
 
 @pytest.mark.slow
@@ -93,6 +78,6 @@ def test_an_external_endpoint_that_vanishes_mid_run_ends_unknown(victim, compone
     assert first and first[0].startswith(f"run 0: {component}"), data["rig_failures"]
     assert "unreachable at" in first[0].splitlines()[0]
     assert "Traceback" not in stderr
-    assert not left_running(marker)
+    assert not marked_processes(marker)
     if victim != "proxy":
         assert not any(name.startswith("cli-") for name in staging.api.proxies()), "its proxies were removed"

@@ -10,19 +10,15 @@ import pytest
 
 from chaos.cluster import start_cluster
 from chaos.cluster.health import Component, rig_problems
+from rig_helpers import breakable_cluster
 
 
 @pytest.fixture
 def own_cluster(request):
     """A topology of this test's own: the test breaks it."""
-    cluster = start_cluster("native", f"rig-health-{os.getpid()}-{request.node.name[-20:]}")
-    try:
+    with breakable_cluster(f"rig-health-{os.getpid()}-{request.node.name[-20:]}",
+                           lambda name: start_cluster("native", name)) as cluster:
         yield cluster
-    finally:
-        for proc in cluster._procs.values():
-            if proc.alive():
-                os.kill(proc.pid, signal.SIGCONT)
-        cluster.close()
 
 
 def _wait_dead(pid: int) -> None:

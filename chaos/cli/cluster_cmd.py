@@ -142,19 +142,11 @@ def run_down(args: argparse.Namespace) -> int:
 
 def _live_state(name: str):
     """The state of a running supervisor (pid alive with the recorded start time), else None."""
-    import psutil
-
+    from chaos.cluster.rundirs import same_process
     from chaos.cluster.supervisor import read_state
 
     state = read_state(name)
-    if state is None:
-        return None
-    try:
-        if abs(psutil.Process(state.pid).create_time() - state.create_time) < 0.05:
-            return state
-    except psutil.NoSuchProcess:
-        pass
-    return None
+    return state if state is not None and same_process(state.pid, state.create_time) else None
 
 
 def _server(state) -> dict[str, str]:

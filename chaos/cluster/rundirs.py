@@ -60,27 +60,49 @@ def _default_base() -> str:
 @dataclass
 class ProcessRecord:
     pid: int
-    create_time: float
+    create_time: float     # process_started(pid): seconds since boot
     name: str
 
 
 @dataclass
 class Owner:
     pid: int
-    create_time: float
+    create_time: float     # process_started(pid): seconds since boot
     processes: list[ProcessRecord] = field(default_factory=list)
 
 
-def _create_time(pid: int) -> float | None:
+_CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def process_started(pid: int) -> float | None:
+    """When ``pid`` started, in seconds since boot (None when it is gone): with the pid, a
+    process's identity.
+
+    Read from /proc/<pid>/stat's start time in clock ticks, which never changes. Not psutil's
+    create_time(): that adds /proc/stat's btime, a whole second recomputed from the wall clock,
+    which steps by 1 s when the clock is adjusted; every live owner then looked dead and the
+    sweep removed the dirs of running clusters (PostgreSQL: "could not open file
+    global/pg_filenode.map"). Elsewhere than Linux, psutil's time.
+    """
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            fields = fh.read().rsplit(b")", 1)[1].split()
+        return int(fields[19]) / _CLOCK_TICKS      # field 22, starttime; fields[0] is field 3
+    except FileNotFoundError:
+        return None
+    except (OSError, IndexError, ValueError):
+        pass
     try:
         return psutil.Process(pid).create_time()
     except psutil.Error:
         return None
 
 
-def _alive(pid: int, create_time: float) -> bool:
-    found = _create_time(pid)
-    return found is not None and abs(found - create_time) < 0.05
+def same_process(pid: int, started: float) -> bool:
+    """``pid`` is still the process that `process_started` described as `started`."""
+    found = process_started(pid)
+    return found is not None and abs(found - started) < 0.005
+
 
 
 class ClusterDir:
@@ -91,12 +113,12 @@ class ClusterDir:
         path.mkdir(mode=0o755, parents=True, exist_ok=True)
         os.chmod(path, 0o755)
         me = os.getpid()
-        self.owner = Owner(me, _create_time(me) or 0.0)
+        self.owner = Owner(me, process_started(me) or 0.0)
         self._save()
 
     def record(self, pid: int, name: str) -> None:
         self.owner.processes = [p for p in self.owner.processes if p.name != name]
-        self.owner.processes.append(ProcessRecord(pid, _create_time(pid) or 0.0, name))
+        self.owner.processes.append(ProcessRecord(pid, process_started(pid) or 0.0, name))
         self._save()
 
     def _save(self) -> None:
@@ -133,7 +155,7 @@ def sweep(base: Path | None = None) -> list[Path]:
                 continue
             if fresh:
                 continue
-        elif _alive(owner.pid, owner.create_time):
+        elif same_process(owner.pid, owner.create_time):
             continue
         else:
             for proc in owner.processes:
@@ -153,7 +175,7 @@ def _read_owner(path: Path) -> Owner | None:
 
 def _kill_survivor(record: ProcessRecord) -> None:
     """SIGKILL a server a dead run started, only if it is provably that same process."""
-    if not _alive(record.pid, record.create_time):
+    if not same_process(record.pid, record.create_time):
         return
     try:
         os.killpg(record.pid, 9)
@@ -266,7 +288,7 @@ def retain_kept(root: Path, policy: Retention | None = None, *, spare: Iterable[
             continue
         if path.is_dir():
             owner = _read_owner(path)
-            if owner is not None and _alive(owner.pid, owner.create_time):
+            if owner is not None and same_process(owner.pid, owner.create_time):
                 continue
             if owner is None and _empty(path):
                 try:

@@ -16,11 +16,9 @@ import traceback
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-import psutil
-
 from chaos.cluster import start_cluster
 from chaos.cluster.errors import config_problem
-from chaos.cluster.rundirs import base_dir
+from chaos.cluster.rundirs import base_dir, process_started
 from chaos.errors import EXIT_BAD_ARGS
 
 STATE_DIR = ".cli"
@@ -79,7 +77,7 @@ def main(argv: list[str]) -> int:
     try:
         state = SupervisorState(
             name=args.name, backend=cluster.backend, pid=os.getpid(),
-            create_time=psutil.Process().create_time(), base_dir=str(cluster.base_dir), api_url=cluster.api.url,
+            create_time=process_started(os.getpid()) or 0.0, base_dir=str(cluster.base_dir), api_url=cluster.api.url,
             primary=str(cluster.primary), replica=str(cluster.replica), postgres=str(cluster.postgres),
             links=dict(cluster.links), proxies={p: str(cluster.proxy_endpoint(p)) for p in cluster.links.values()},
             redis_url=cluster.redis_url(), pg_dsn=cluster.pg_dsn())

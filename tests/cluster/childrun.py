@@ -7,7 +7,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import psutil
+from chaos.cluster.rundirs import same_process
 
 ROOT = Path(__file__).resolve().parents[2]
 SCENARIO = Path(__file__).parent / "scenarios" / "scenario_record.py"
@@ -47,11 +47,8 @@ def survivors(records: list[dict]) -> list[str]:
     alive = []
     for record in records:
         for proc in record["processes"]:
-            try:
-                if abs(psutil.Process(proc["pid"]).create_time() - proc["create_time"]) < 0.05:
-                    alive.append(f"{proc['name']} pid {proc['pid']}")
-            except psutil.NoSuchProcess:
-                pass
+            if same_process(proc["pid"], proc["create_time"]):
+                alive.append(f"{proc['name']} pid {proc['pid']}")
     return alive
 
 

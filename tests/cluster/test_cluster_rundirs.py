@@ -11,12 +11,13 @@ import psutil
 import pytest
 
 from chaos.errors import BadArguments
-from chaos.cluster.rundirs import ClusterDir, Retention, close_runs_dir, open_runs_dir, retain, sweep
+from chaos.cluster.rundirs import (ClusterDir, Retention, close_runs_dir, open_runs_dir, process_started, retain,
+                                   sweep)
 
 
 def dead_pid() -> tuple[int, float]:
     proc = subprocess.Popen(["true"])
-    created = psutil.Process(proc.pid).create_time()
+    created = process_started(proc.pid)
     proc.wait()
     return proc.pid, created
 
@@ -27,7 +28,7 @@ def test_sweep_removes_dirs_of_dead_owners_and_kills_their_survivors(tmp_path):
     survivor = subprocess.Popen(["sleep", "60"], start_new_session=True)
     pid, created = dead_pid()
     owner = {"pid": pid, "create_time": created,
-             "processes": [{"pid": survivor.pid, "create_time": psutil.Process(survivor.pid).create_time(),
+             "processes": [{"pid": survivor.pid, "create_time": process_started(survivor.pid),
                             "name": "redis-a"}]}
     (dead / "owner.json").write_text(json.dumps(owner))
     try:
@@ -51,11 +52,28 @@ def test_sweep_keeps_live_owners_cache_dirs_and_fresh_dirs(tmp_path):
     assert sweep(tmp_path) == [fresh]
 
 
+def test_sweep_keeps_live_owners_when_the_wall_clock_steps(tmp_path, monkeypatch):
+    """psutil's create_time adds /proc/stat's btime, which moves by a whole second when the
+    clock is adjusted: every live owner looked dead and the sweep removed running clusters."""
+    live = ClusterDir(tmp_path / "run4-gw2")
+    server = subprocess.Popen(["sleep", "60"], start_new_session=True)
+    try:
+        live.record(server.pid, "redis-a")
+        if hasattr(psutil, "_pslinux"):
+            stepped = psutil._pslinux.boot_time() + 1.0
+            monkeypatch.setattr(psutil._pslinux, "boot_time", lambda: stepped)
+        assert sweep(tmp_path) == []
+        assert live.path.exists() and server.poll() is None
+    finally:
+        server.kill()
+        server.wait()
+
+
 def test_sweep_never_kills_a_reused_pid(tmp_path):
     stranger = subprocess.Popen(["sleep", "60"])
     try:
         pid, created = dead_pid()
-        record = {"pid": stranger.pid, "create_time": psutil.Process(stranger.pid).create_time() - 100, "name": "x"}
+        record = {"pid": stranger.pid, "create_time": process_started(stranger.pid) - 100, "name": "x"}
         (tmp_path / "run3").mkdir()
         (tmp_path / "run3" / "owner.json").write_text(json.dumps({"pid": pid, "create_time": created,
                                                                    "processes": [record]}))

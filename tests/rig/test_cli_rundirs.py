@@ -22,6 +22,7 @@ import pytest
 
 from chaos.cli import build_parser
 from chaos.cli.options import bound_runs_root, new_run_dir, release_run_dir
+from chaos.cluster.rundirs import process_started, same_process
 
 from test_cli_errors import ROOT, clean_env
 
@@ -105,7 +106,7 @@ class Watched:
         while self.proc.poll() is None:
             try:
                 for child in me.children(recursive=True):
-                    self.seen.setdefault(child.pid, (child.create_time(), " ".join(child.cmdline())[:120]))
+                    self.seen.setdefault(child.pid, (process_started(child.pid), " ".join(child.cmdline())[:120]))
             except psutil.Error:
                 pass
             time.sleep(0.05)
@@ -134,7 +135,7 @@ class Watched:
         for pid, (started, cmd) in self.seen.items():
             try:
                 proc = psutil.Process(pid)
-                if abs(proc.create_time() - started) < 0.05:
+                if started is not None and same_process(pid, started):
                     found.setdefault(pid, f"{pid} ({proc.status()}, started by the run): {cmd}")
             except psutil.Error:
                 continue

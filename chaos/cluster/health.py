@@ -9,6 +9,12 @@ SIGSTOPped server still accepts TCP connections and only the process state says 
 backend whose servers are someone else's (compose, external) the probe is the only check
 (skipped by a frequent check with ``remote=False``).
 
+A probe that fails while our process is alive and running (not stopped, not dead) is not named
+at once: on a loaded machine a starved but healthy server can miss a probe's timeout (a
+PostgreSQL at load 12 did not accept a connection within 1 + 3 s). Such a server is named only
+once its probes have gone unanswered for SLOW_PATIENCE_S in a row; a death or a SIGSTOP is named
+at the next check, whatever the probe says.
+
 ``rig_problems`` turns that into the strings the orchestrator hands the checker: each
 starts with the component's name and carries its log tail, and a healthy component is
 never named.
@@ -17,6 +23,7 @@ from __future__ import annotations
 
 import signal
 import socket
+import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
@@ -25,6 +32,7 @@ if TYPE_CHECKING:
 
 KINDS = ("proxy", "postgres", "redis", "sentinel")
 PROBE_TIMEOUT_S = 1.0
+SLOW_PATIENCE_S = 15.0     # a live, running server of ours may miss its probes this long before it is named
 LOG_LINES = 20
 NO_LOG = "(no log: this server was not started by the rig)"
 
@@ -57,7 +65,17 @@ class Component:
             self.probe(timeout)
         except Exception as exc:  # noqa: BLE001 - any failure to answer is the finding
             where = f" at {self.address}" if self.address else ""
-            return f"unreachable{where}: {type(exc).__name__}: {str(exc).strip()[:300]}"
+            finding = f"unreachable{where}: {type(exc).__name__}: {str(exc).strip()[:300]}"
+            if self.server is None:
+                return finding      # not ours: the probe is all there is to go by
+            found = process_problem(self.server)      # it may have died or stopped meanwhile
+            if found:
+                return found
+            unanswered = _unanswered_for(self.server)
+            if unanswered < SLOW_PATIENCE_S:
+                return ""           # alive and running: slow under load until it stays silent this long
+            return f"{finding} (alive and running, its probes unanswered for {unanswered:.1f} s)"
+        _answered(self.server)
         return ""
 
     def log_tail(self, lines: int = LOG_LINES) -> str:
@@ -115,6 +133,26 @@ def process_problem(server: Any) -> str:
             return "died: exited (not reaped yet)"
         return f"died: {describe_exit(code)}"
     return ""
+
+
+def _unanswered_for(server: Any) -> float:
+    """Seconds since this server process's first probe in the current run of unanswered ones
+    (0.0 at the first); kept on the server object, per pid (a restarted server starts over)."""
+    now = time.monotonic()
+    pid = getattr(getattr(server, "proc", None), "pid", None)
+    since = getattr(server, "_unanswered_since", None)
+    if since is None or since[0] != pid:
+        since = (pid, now)
+        try:
+            server._unanswered_since = since
+        except AttributeError:      # an object without a __dict__: no patience for it
+            return SLOW_PATIENCE_S
+    return now - since[1]
+
+
+def _answered(server: Any) -> None:
+    if server is not None and getattr(server, "_unanswered_since", None) is not None:
+        server._unanswered_since = None
 
 
 def rig_problems(cluster: "Cluster", spared: Iterable[str] = (), *, deep: bool = False,

@@ -35,14 +35,18 @@ def test_describe_shows_the_presets_own_values():
 
 
 def test_run_json_is_one_object_with_the_contract_keys(tmp_path):
-    out = chaos("run", "--preset", "baseline", "--runs", "2", "--time-scale", "0.2", "--json",
+    """s1: one consumer applies the pair in stream order, so every figure below follows from
+    the run itself, on any machine load (baseline's two consumers race `created` against
+    `paid`: at time scale 0.2 a 160 ms margin, and once valid at load 21)."""
+    out = chaos("run", "--preset", "s1", "--runs", "2", "--time-scale", "0.2", "--json",
                 "--run-dir", str(tmp_path))
-    assert out.returncode == 0, out.stderr          # baseline is expected wrong every run: a match
+    assert out.returncode == 0, out.stderr          # s1 is expected right every run: a match
     data = json.loads(out.stdout)
     assert RUN_KEYS <= set(data)
-    assert data["wrong_final_state_runs"] == 2 and data["matches_expectation"] is True
+    assert (data["verdict"], data["published"], data["wrong_final_state_runs"], data["reordered"]) == ("valid", 4, 0, 0)
+    assert data["matches_expectation"] is True and data["expected"]
     assert [r["seed"] for r in data["per_run"]] == [0, 1]
-    assert data["per_run"][0]["final_state"] == {"42": {"status": "created", "version": 1}}
+    assert [r["final_state"] for r in data["per_run"]] == [{"42": {"status": "paid", "version": 2}}] * 2
     assert "run 2/2" in out.stderr                  # the progress line
     assert data["run_dir"] is None and not any(tmp_path.iterdir())  # a matching cell leaves nothing
 

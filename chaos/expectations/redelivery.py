@@ -2,8 +2,11 @@
 
 The consumer that reads `created` stops before writing for 1.5 s; the other applies
 `paid`, claims `created` after the 500 ms min-idle time and applies it; then the stalled
-one resumes and writes `created` late. With a plain UPDATE both writes of v=1 land after
-v=2 (reordered 2 per run, final `created`); with CAS both match 0 rows.
+one resumes and writes `created` late. With a plain UPDATE the late write lands after v=2
+(final `created`), and so does the claimer's when it applied `paid` before its claim (2 per run;
+1 when `paid` reached it only after the claim, its publish lagging by more than the min-idle
+time on a loaded machine: the test asserts each run's count from its history); with CAS both
+match 0 rows.
 """
 from __future__ import annotations
 
@@ -16,8 +19,9 @@ RUN_COUNT = 3
 
 CELLS: list[Cell] = [
     Cell(f"baseline:{CLAIMING}", (CLAIM,), RUN_COUNT,
-         dict(wrong_final_state_runs=eq(RUNS), reordered=eq(2 * RUNS), redelivered=ge(RUNS)),
-         note="plain: the claimer's write and the stalled consumer's late write are both stale overwrites"),
+         dict(wrong_final_state_runs=eq(RUNS), reordered=ge(RUNS), redelivered=ge(RUNS)),
+         note="plain: the stalled consumer's late write is a stale overwrite, and the claimer's when it "
+              "applied paid before claiming (each run's exact count is asserted from its history)"),
     Cell(f"s5:{CLAIMING}", (CLAIM,), RUN_COUNT,
          dict(wrong_final_state_runs=eq(0), reordered=eq(0), redelivered=ge(RUNS), duplicated=eq(0)),
          note="CAS: both late writes of v=1 match 0 rows"),

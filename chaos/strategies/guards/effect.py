@@ -41,11 +41,13 @@ class Written(int):
 
 
 # One statement, so an autocommit write is one round trip; the projection row exists for
-# every key (seeded), so the rows it bumps equal the state rows the UPDATE changed.
+# every key (seeded), so the rows it bumps equal the state rows the UPDATE changed. The
+# projection row is found by the key itself and bumped only when the state row changed (a
+# one-time EXISTS check), not joined with the UPDATE's output: half the server's work of a join.
 _WRITE = ("WITH changed AS (UPDATE orders SET status = %(status)s, version = %(version)s, "
-          "write_seq = write_seq + 1 WHERE id = %(key)s {guard} RETURNING id, write_seq) "
-          "UPDATE projection SET count = count + 1 FROM changed WHERE projection.key = changed.id "
-          "RETURNING changed.write_seq")
+          "write_seq = write_seq + 1 WHERE id = %(key)s {guard} RETURNING write_seq) "
+          "UPDATE projection SET count = count + 1 WHERE key = %(key)s AND EXISTS (SELECT FROM changed) "
+          "RETURNING (SELECT write_seq FROM changed)")
 _PLAIN = _WRITE.format(guard="")
 _IF_OLDER = _WRITE.format(guard="AND version < %(version)s")
 

@@ -47,7 +47,7 @@ import chaos.strategies  # noqa: E402,F401 - parts load in dependency order
 from chaos.cluster import start_cluster  # noqa: E402
 from chaos.cluster.endpoint import pg_dsn, redis_url  # noqa: E402
 from chaos.expectations.load import cells, load_size  # noqa: E402
-from chaos.history import read_history  # noqa: E402
+from chaos.history import history_dir, read_file  # noqa: E402
 from chaos.run import run_cell  # noqa: E402
 
 REFERENCE_1 = 11_338     # seed 003's lab, one Node.js consumer, 20,000 jobs
@@ -79,12 +79,18 @@ class Direct:
 class PeakMemory:
     """Peak RSS of this process and every descendant (workers, servers, proxy), by pid, and the
     CPU seconds each used (user + system at its last sample: a figure that depends much less
-    than the wall time on what else the shared machine runs)."""
+    than the wall time on what else the shared machine runs).
 
-    def __init__(self, interval_s: float = 0.2) -> None:
-        self.interval_s, self.peak, self.names = interval_s, {}, {}
+    The process tree is listed every `tree_every_s` (psutil's recursive children() reads every
+    /proc/<pid>/stat of the machine: on the shared box that was most of this sampler's CPU,
+    counted in the orchestrator's figure); the known processes are sampled every `interval_s`.
+    The sampler's own CPU is measured and kept out of the orchestrator's figure (`sampler_cpu_s`)."""
+
+    def __init__(self, interval_s: float = 0.2, tree_every_s: float = 1.0) -> None:
+        self.interval_s, self.tree_every_s, self.peak, self.names = interval_s, tree_every_s, {}, {}
         self.cpu: dict[int, float] = {}
         self.cpu_before: dict[int, float] = {}
+        self.sampler_cpu_s = 0.0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._sample, daemon=True)
 
@@ -105,42 +111,42 @@ class PeakMemory:
 
     def _sample(self) -> None:
         me = psutil.Process()
+        procs: dict[int, psutil.Process] = {}
+        listed = float("-inf")
         while not self._stop.is_set():
-            for proc in [me, *me.children(recursive=True)]:
+            if time.monotonic() - listed >= self.tree_every_s:
+                listed = time.monotonic()
+                for proc in [me, *me.children(recursive=True)]:
+                    procs.setdefault(proc.pid, proc)
+            for pid, proc in list(procs.items()):
                 try:
-                    times = proc.cpu_times()
-                    self.cpu[proc.pid] = times.user + times.system
-                    if proc.pid not in self.names:
-                        self.names[proc.pid] = _label(proc, me.pid)
-                    rss = proc.memory_info().rss
-                    if rss > self.peak.get(proc.pid, 0):
-                        self.peak[proc.pid] = rss
-                        if proc.pid not in self.names:
-                            self.names[proc.pid] = _label(proc, me.pid)
+                    with proc.oneshot():
+                        times = proc.cpu_times()
+                        rss = proc.memory_info().rss
+                    self.cpu[pid] = times.user + times.system
+                    if pid not in self.names:
+                        self.names[pid] = _label(proc, me.pid)
+                    if rss > self.peak.get(pid, 0):
+                        self.peak[pid] = rss
                 except psutil.Error:
-                    continue
+                    procs.pop(pid, None)   # gone: its last sample stands
             self._stop.wait(self.interval_s)
+        self.sampler_cpu_s = time.thread_time()
 
     def cpu_by_name(self, workers: dict[int, str]) -> dict[str, float]:
         """CPU seconds used during the cell by kind of process (consumers `C*` and producers
-        `P-*` summed; every PostgreSQL process under `postgres`), most first."""
+        `P-*` summed; every PostgreSQL process under `postgres`), most first; this sampler's
+        own CPU apart (`bench sampler`), not in the orchestrator's."""
         out: dict[str, float] = defaultdict(float)
+        me = os.getpid()
         for pid, cpu in self.cpu.items():
             name = workers.get(pid) or self.names.get(pid, str(pid))
             head, _, tail = name.rpartition(" ")
             kind = ("consumers" if name.startswith("C") else "producers" if name.startswith("P-")
                     else head if tail.isdigit() else name)
-            out[kind] += cpu - self.cpu_before.get(pid, 0.0)
+            out[kind] += cpu - self.cpu_before.get(pid, 0.0) - (self.sampler_cpu_s if pid == me else 0.0)
+        out["bench sampler (in this process)"] = self.sampler_cpu_s
         return {k: round(v, 1) for k, v in sorted(out.items(), key=lambda kv: -kv[1])}
-
-    def by_name(self, workers: dict[int, str]) -> dict[str, float]:
-        """MB per process, workers named from the run's history."""
-        out: dict[str, float] = {}
-        for pid, rss in self.peak.items():
-            name = workers.get(pid) or self.names.get(pid, str(pid))
-            out[name] = max(out.get(name, 0.0), round(rss / 2**20, 1))
-        return dict(sorted(out.items(), key=lambda kv: -kv[1]))
-
 
 def _label(proc: psutil.Process, me: int) -> str:
     if proc.pid == me:
@@ -154,10 +160,11 @@ def _label(proc: psutil.Process, me: int) -> str:
 
 
 def spawned(run_dirs: list[Path]) -> dict[int, str]:
-    """pid -> worker name, from the orchestrator's spawn ops."""
+    """pid -> worker name, from the orchestrator's spawn ops (its own history file)."""
     out = {}
     for run_dir in run_dirs:
-        for op in read_history(run_dir):
+        path = history_dir(run_dir) / "orchestrator.jsonl"
+        for op in (read_file(path) if path.exists() else []):
             value = op.get("value")
             if op["f"] == "log" and isinstance(value, dict) and "spawned" in value:
                 out[value["pid"]] = value["spawned"]

@@ -62,4 +62,10 @@ class Event:
         return cls(**data)
 
     def routed(self, stream: str, barrier: str = "") -> Event:
-        return Event(**{**self.__dict__, "stream": stream, "barrier": barrier})
+        """This event on `stream`: a copy of its fields, without the frozen __init__'s one
+        object.__setattr__ per field (a third of a 10^5-event workload's making)."""
+        copy = object.__new__(Event)
+        fields = copy.__dict__
+        fields.update(self.__dict__)
+        fields["stream"], fields["barrier"] = stream, barrier
+        return copy

@@ -20,6 +20,7 @@ import threading
 import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -170,8 +171,9 @@ def parse_op(line: bytes) -> dict | None:
     return op if type(op) is dict else None
 
 
-def parse_lines(lines: Iterable[bytes], source: str) -> list[dict]:
-    """Ops from one file's lines, skipping torn lines.
+def parse_lines(lines: Iterable[bytes], source: str, first: int = 1) -> list[dict]:
+    """Ops from one file's lines, skipping torn lines (`first`: the number of the first line,
+    for a file read in pieces while it is written).
 
     A torn line is what a SIGKILL leaves: a prefix of an op, so it does not end in `}`.
     It is skipped wherever it is (a restarted process appends after its predecessor's torn
@@ -180,7 +182,7 @@ def parse_lines(lines: Iterable[bytes], source: str) -> list[dict]:
     """
     ops: list[dict] = []
     append = ops.append
-    for number, raw in enumerate(lines, 1):
+    for number, raw in enumerate(lines, first):
         try:
             op = _loads(raw)
         except ValueError as exc:
@@ -203,25 +205,36 @@ def read_file(path: Path) -> list[dict]:
         return parse_lines(fh, str(path))
 
 
-def read_history(run_dir: Path, *, run: int | None = None) -> list[dict]:
-    """Every process's ops of one run, merged by time; with `run`, each op gets `run` set."""
+def history_files(run_dir: Path) -> list[Path]:
+    """A run's history files, in the order their ops are merged (by name); a missing history
+    directory is an error naming what a run dir holds."""
     directory = history_dir(run_dir)
     if not directory.is_dir():
         raise HistoryError(f"no history directory at {directory}: is {run_dir} a run dir? "
                            f"Workers write <run_dir>/{HISTORY_DIR}/<process>.jsonl")
+    return sorted(directory.glob("*.jsonl"))
+
+
+def merge_files(per_file: Iterable[list[dict]], run: int | None = None) -> list[dict]:
+    """Files' ops (given in history_files order) merged by time; with `run`, each op gets it."""
     ops: list[dict] = []
-    with paused_gc():
-        for path in sorted(directory.glob("*.jsonl")):
-            ops.extend(read_file(path))
-    ops.sort(key=_time_of)  # stable: a process's own order survives equal timestamps
+    for file_ops in per_file:
+        ops.extend(file_ops)
+    ops.sort(key=_TIME)  # stable: a process's own order survives equal timestamps
     if run is not None:
         for op in ops:
             op["run"] = run
     return ops
 
 
-def _time_of(op: dict) -> float:
-    return op["time"]
+def read_history(run_dir: Path, *, run: int | None = None) -> list[dict]:
+    """Every process's ops of one run, merged by time; with `run`, each op gets `run` set."""
+    paths = history_files(run_dir)
+    with paused_gc():
+        return merge_files((read_file(path) for path in paths), run)
+
+
+_TIME = itemgetter("time")
 
 
 def format_op(op: dict, origin: float = 0.0) -> str:

@@ -18,7 +18,9 @@ a RunResult (empty counts when the final state cannot be read).
 """
 from __future__ import annotations
 
+import bisect
 import errno
+import itertools
 import json
 import os
 import random
@@ -38,7 +40,7 @@ import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-from chaos.checker import CellResult, Counts, FinalState, RunResult, check_run, summarize
+from chaos.checker import HANDLED_EFFECTS, CellResult, Counts, FinalState, RunResult, check_run, summarize
 from chaos.cluster.health import rig_problems
 from chaos.cluster.rundirs import runs_dir
 from chaos.proxy.client import ToxiproxyError
@@ -64,6 +66,7 @@ PRODUCER_FAILPOINTS = {"before_publish"}
 ROLE_FAILPOINTS = {"dispatcher": {"before_publish", "after_xadd_before_mark", "after_publish_fail"},
                    "outbox-producer": {"before_publish"}}
 POLL_S = 0.005
+DONE_EVERY_MAX_S = 0.1      # a phase's end condition, while the run is busy, is asked at least this often
 READY_TIMEOUT_S = 15.0
 STOP_GRACE_S = 2.0
 STALL_S = 10.0              # no useful op for this long (plus the longest job, x3) past the bound: stalled
@@ -235,15 +238,27 @@ class RunMetrics:
     run_dir: str
 
 
-def _work_metrics(history: list[dict]) -> tuple[int, float | None]:
+def _work_metrics(history: list[dict]) -> tuple[int, float | None, list[dict]]:
+    """Events handled, seconds from the first publish to the last effect, and the fault ops:
+    one pass over the history (10^5 events: 6 x 10^5 ops)."""
     first = next((op["time"] for op in history if op["f"] == "publish"), None)
     handled: set[str] = set()
+    add = handled.add
+    faults: list[dict] = []
     last = None
     for op in history:
-        if op["f"] == "apply" and op["type"] == "ok" and op.get("effect") in ("applied", "stale"):
-            handled.add(op.get("event_id"))
-            last = op["time"]
-    return len(handled), (last - first) if first is not None and last is not None else None
+        f = op["f"]
+        if f == "apply":
+            if op["type"] == "ok" and op.get("effect") in HANDLED_EFFECTS:
+                add(op.get("event_id"))
+                last = op["time"]
+        elif f == "fault":
+            faults.append(op)
+    return len(handled), (last - first) if first is not None and last is not None else None, faults
+
+
+def _op_time(op: dict) -> float:
+    return op["time"]
 
 
 def fault_phases(history: list[dict], run: int) -> list[Phase]:
@@ -253,8 +268,10 @@ def fault_phases(history: list[dict], run: int) -> list[Phase]:
     phases: list[Phase] = []
     open_at: dict[str, float] = {}
     for op in history:
+        if op["f"] != "fault":
+            continue
         value = op.get("value")
-        if op.get("f") != "fault" or not isinstance(value, dict) or not value.get("name"):
+        if not isinstance(value, dict) or not value.get("name"):
             continue
         name, step = value["name"], value.get("phase")
         if step == "start":
@@ -267,10 +284,21 @@ def fault_phases(history: list[dict], run: int) -> list[Phase]:
     return phases
 
 
-def late_fault_notes(history: list[dict], t0: float) -> list[str]:
+def late_fault_notes(history: list[dict], t0: float, faults: list[dict] | None = None) -> list[str]:
     """A sentence for each fault that started when the workload had nothing left in flight:
     every publish done and every published event acked (or dead-lettered) before it. Such a
-    fault tests nothing, and a silent `valid` would say the strategy survived it."""
+    fault tests nothing, and a silent `valid` would say the strategy survived it. (`faults`:
+    the history's fault ops, when already picked out.)"""
+    if faults is None:
+        faults = [op for op in history if op.get("f") == "fault"]
+    starts = [op["time"] for op in faults if isinstance(op.get("value"), dict) and op["value"].get("phase") == "start"]
+    if not starts:
+        return []
+    # (sorted by time: a publish after the latest start means none was late, the usual case;
+    # it is found a few ops after that start, and the full pass below is skipped)
+    after = bisect.bisect_right(history, max(starts), key=_op_time)
+    if any(op.get("f") == "publish" for op in itertools.islice(history, after, None)):
+        return []
     publish_times = [op["time"] for op in history if op.get("f") == "publish"]
     if not publish_times:
         return []
@@ -492,8 +520,10 @@ RIG_ERRORS = (_RigFailed, redis.ConnectionError, redis.TimeoutError, psycopg.Ope
 class _Run:
     """One run of a cell (see the module doc for the phases)."""
 
-    def __init__(self, cell: _Cell, index: int, seed: int) -> None:
+    def __init__(self, cell: _Cell, index: int, seed: int,
+                 workload: tuple[list[Event], list[ProcessPlan]] | None = None) -> None:
         self.cell, self.index, self.seed = cell, index, seed
+        self.workload = workload   # (events, producer plans) of this seed, when already made
         self.dir = cell.root / f"run-{index:03d}"
         self.stop_event = threading.Event()
         self.current: dict[str, WorkerHandle] = {}
@@ -505,6 +535,7 @@ class _Run:
         self.phases: list[Phase] = []
         self.notes: list[str] = []
         self.rig = RigWatch(self)
+        self.progress: ProgressWatch | None = None   # tails the history from the workload on
         self.drain_end = ""        # why the drain ended (what explains the entries it left)
 
     def log_op(self, value: dict) -> None:
@@ -684,17 +715,27 @@ class _Run:
         while the run makes progress: it ends (returning the seconds waited) only when no
         useful op came for `stall_s`, or for ten times the mean gap between useful ops so far
         if that is longer (a slow run is not a stalled one): then (seconds waited, seconds
-        since the last useful op)."""
+        since the last useful op).
+
+        `done` asks Redis and PostgreSQL, so it is asked every POLL_S * 2 only while the run is
+        quiet (no useful op since it was last asked: the moment it may have become true);
+        while useful ops keep coming, every 5 % of the time waited so far, at most every
+        DONE_EVERY_MAX_S (the history, tailed here, costs what was written since)."""
         started = time.monotonic()
         first_ops = progress.useful_ops
+        asked_at, asked_ops = float("-inf"), -1
         while True:
             self.raise_if_rig_failed()
             self.check_deaths()
-            if done():
-                return None
+            progress.poll()
             now = time.monotonic()
+            if progress.useful_ops == asked_ops or now - asked_at >= min(DONE_EVERY_MAX_S, (now - started) / 20):
+                asked_at, asked_ops = now, progress.useful_ops
+                if done():
+                    return None
+                now = time.monotonic()
             if now - started > bound_s:
-                last = progress.poll()
+                last = progress.last_useful
                 ops = progress.useful_ops - first_ops
                 gap = (last - started) / ops if ops and last > started else 0.0  # between useful ops, so far
                 if now - last > max(stall_s, 10 * gap):
@@ -712,13 +753,19 @@ class _Run:
             self.phases.append(Phase(self.index, name, start, time.monotonic()))
 
     def execute(self) -> tuple[RunResult, RunMetrics]:
+        try:
+            return self._execute()
+        finally:
+            if self.progress is not None:
+                self.progress.release()   # (history() did, unless the run ended before it)
+
+    def _execute(self) -> tuple[RunResult, RunMetrics]:
         cell, started = self.cell, time.monotonic()
         (self.dir / "logs").mkdir(parents=True, exist_ok=True)
         self.orchestrator = HistoryWriter.for_run(self.dir, "orchestrator")
         self.nemesis = HistoryWriter.for_run(self.dir, "nemesis")
-        rng = random.Random(self.seed)
-        events = cell.strategy.delivery.route(cell.strategy.workload.make_events(rng))
-        producer_plans = cell.strategy.producer.plans(events)
+        events, producer_plans = self.workload or plan_workload(cell.strategy, self.seed)
+        self.workload = None
         faults = cell.new_faults()
         self.fault_failpoints = [f.failpoints() for f in faults]
         self.t0 = time.monotonic()
@@ -732,7 +779,7 @@ class _Run:
                 self.raise_if_rig_failed()
                 with self.phase("arm"):
                     self.start_workload(events, producer_plans, faults, threads)
-                self.progress = ProgressWatch(self.dir)
+                self.progress = ProgressWatch(self.dir, keep=True)
                 with self.phase("workload"):
                     self.workload_phase(events)
             except _RunAborted as exc:
@@ -768,7 +815,9 @@ class _Run:
                     writer.close()
                 except OSError as exc:
                     self.disk_full_or_raise(exc)
-            history = read_history(self.dir, run=self.index)
+            # (parsed while it was written: the watch kept every op)
+            history = (self.progress.history(run=self.index) if self.progress is not None
+                       else read_history(self.dir, run=self.index))
             if not self.reasons and not self.rig.failures and not unread:
                 self.reasons += self.leftovers(final)
             if self.rig.failures:     # a fault that failed on a broken rig is the rig's failure, not the fault's
@@ -779,9 +828,9 @@ class _Run:
             if unread:
                 result.counts, result.anomalies, result.anomaly_counts, result.final_state = Counts(), [], {}, {}
                 result.unknown_reasons.append(unread)
-        self.phases += fault_phases(history, self.index)
-        self.notes = [f"run {self.index}: {note}" for note in late_fault_notes(history, self.t0)]
-        handled, work_s = _work_metrics(history)
+        handled, work_s, fault_ops = _work_metrics(history)
+        self.phases += fault_phases(fault_ops, self.index)
+        self.notes = [f"run {self.index}: {note}" for note in late_fault_notes(history, self.t0, fault_ops)]
         metrics = RunMetrics(self.index, self.seed, time.monotonic() - started, handled, work_s,
                              handled / work_s if work_s else None, str(self.dir))
         if cell.trace is not None:
@@ -1015,6 +1064,12 @@ class _Run:
         self.check_deaths()
 
 
+def plan_workload(strategy: Strategy, seed: int) -> tuple[list[Event], list[ProcessPlan]]:
+    """One run's routed events and producer plans (10^5 events: about 0.5 CPU s, so made once per run)."""
+    events = strategy.delivery.route(strategy.workload.make_events(random.Random(seed)))
+    return events, strategy.producer.plans(events)
+
+
 def _acked_or_none(cell: _Cell) -> bool | None:
     """fully_acked on the current primary; None (not yet) while it does not answer (a failover)."""
     try:
@@ -1083,14 +1138,17 @@ def run_cell(cluster: Any, preset: str | Strategy, faults: Sequence[Any] = (), r
         f"{strategy.preset}-{time.strftime('%H%M%S')}-{os.getpid()}-{random.randrange(10**6)}")
     root.mkdir(parents=True, exist_ok=True)
     cell = _Cell(cluster, strategy, specs, time_scale, failpoints, root, trace, workload_bound_s, stall_s)
-    _check_faults(cell, specs, strategy)
+    # the first run's workload: the faults' check needs its producer roles (then the run uses it)
+    first = plan_workload(strategy, seed) if specs else None
+    _check_faults(cell, specs, first[1] if first else [])
     started = time.monotonic()
     results, metrics, fault_errors = [], [], []
     phases: list[Phase] = []
     notes: list[str] = []
     try:
         for index in range(runs):
-            run = _Run(cell, index, seed + index)
+            run = _Run(cell, index, seed + index, first if index == 0 else None)
+            first = None
             result, m = run.execute()
             results.append(result)
             metrics.append(m)
@@ -1117,11 +1175,11 @@ def run_cell(cluster: Any, preset: str | Strategy, faults: Sequence[Any] = (), r
     return summary
 
 
-def _check_faults(cell: _Cell, specs: list[Any], strategy: Strategy) -> None:
+def _check_faults(cell: _Cell, specs: list[Any], producer_plans: list[ProcessPlan]) -> None:
+    """Each fault's check against the roles and failpoints the cell's processes have."""
     if not specs:
         return
     from faults.interface import Plan
-    producer_plans = strategy.producer.plans(strategy.delivery.route(strategy.workload.make_events(random.Random(0))))
     roles = cell.plan_roles(producer_plans)
     points = {role: ROLE_FAILPOINTS.get(role) or (PRODUCER_FAILPOINTS if role == PRODUCER else CONSUMER_FAILPOINTS)
               for role in roles}

@@ -11,11 +11,12 @@ these conditions, not on a quiet period.
 """
 from __future__ import annotations
 
+import gc
 import os
 import time
 from pathlib import Path
 
-from chaos.history import history_dir, parse_op
+from chaos.history import HistoryError, history_dir, history_files, merge_files, parse_lines, parse_op, paused_gc
 
 
 # Publish and ack ops only say that work went on: of those, only the last one read is parsed, for
@@ -39,10 +40,20 @@ class ProgressWatch:
     processes hold; `failed_since(entry_id, t)` whether an entry's handling failed at or
     after `t` by the job itself (a poison job: the drain's "tried and still pending"; a broken
     link is not such a failure). Every answer is kept up to date op by
-    op, so a poll costs what was written since the last one, not the size of the run."""
+    op, so a poll costs what was written since the last one, not the size of the run.
 
-    def __init__(self, run_dir: Path) -> None:
+    With `keep`, every op read is kept, exactly as `read_history` would parse it (torn lines
+    skipped, a corrupt one an error naming its file and line, raised by `history()`), so the
+    run's history is parsed once, while it is written, instead of once more at the check."""
+
+    def __init__(self, run_dir: Path, keep: bool = False) -> None:
+        self.run_dir = run_dir
         self.dir = history_dir(run_dir)
+        self.keep = keep
+        self.kept: dict[str, list[dict]] = {}     # path -> its ops in file order (keep)
+        self.lines: dict[str, int] = {}           # path -> complete lines read (keep: line numbers)
+        self.errors: dict[str, HistoryError] = {}  # path -> its first corrupt line (keep)
+        self.frozen = False
         self.offsets: dict[Path, int] = {}
         self.partial: dict[Path, bytes] = {}
         self.last_useful = time.monotonic()
@@ -132,20 +143,92 @@ class ProgressWatch:
             lines = data.split(b"\n")
             if lines[-1]:
                 self.partial[path] = lines[-1]
-            timed = b""   # the last of the lines whose only use here is their time
-            for line in lines[:-1]:
-                if _PUBLISH in line or _ACK in line:
-                    timed = line
-                    self.useful_ops += 1
-                    continue
-                op = parse_op(line)
-                if op is None:
-                    continue
-                self._track(op)
-                if _useful(op):
-                    self.useful_ops += 1
-                    self.last_useful = max(self.last_useful, op.get("time", 0.0))
-            op = parse_op(timed) if timed else None
-            if op is not None:   # (a process's ops are in time order in its file)
-                self.last_useful = max(self.last_useful, op.get("time", 0.0))
+            del lines[-1]
+            if self.keep and not name.startswith("."):   # (read_history's glob skips dot files)
+                self._keep(path, lines)
+            else:
+                self._scan(lines)
         return self.last_useful
+
+    def _scan(self, lines: list[bytes]) -> None:
+        timed = b""   # the last of the lines whose only use here is their time
+        for line in lines:
+            if _PUBLISH in line or _ACK in line:
+                timed = line
+                self.useful_ops += 1
+                continue
+            op = parse_op(line)
+            if op is None:
+                continue
+            self._track(op)
+            if _useful(op):
+                self.useful_ops += 1
+                self.last_useful = max(self.last_useful, op.get("time", 0.0))
+        op = parse_op(timed) if timed else None
+        if op is not None:   # (a process's ops are in time order in its file)
+            self.last_useful = max(self.last_useful, op.get("time", 0.0))
+
+    def _keep(self, path: str, lines: list[bytes]) -> None:
+        first = self.lines.get(path, 0) + 1
+        self.lines[path] = first - 1 + len(lines)
+        if path in self.errors:
+            self._scan(lines)
+            return
+        try:
+            with paused_gc():
+                ops = parse_lines(lines, path, first)
+        except HistoryError as exc:    # the check raises it; progress goes on from what parses
+            self.errors[path] = exc
+            self._scan(lines)
+            return
+        self.kept.setdefault(path, []).extend(ops)
+        # They live until the check: out of the cyclic GC's sight (its full passes over the
+        # growing heap of kept ops doubled the cost of tailing); history() gives them back.
+        gc.freeze()
+        self.frozen = True
+        last = self.last_useful
+        for op in ops:
+            f = op["f"]
+            if f == "publish" or f == "ack":
+                self.useful_ops += 1
+                at = op["time"]
+            else:
+                self._track(op)
+                if not _useful(op):
+                    continue
+                self.useful_ops += 1
+                at = op.get("time", 0.0)
+            if at > last:
+                last = at
+        self.last_useful = last
+
+    def history(self, run: int | None = None) -> list[dict]:
+        """The run's whole history, as `read_history(run_dir, run=run)` returns it (keep only;
+        call once every writer is done: it reads what is left, last unterminated lines included)."""
+        if not self.keep:
+            raise ValueError("ProgressWatch.history needs ProgressWatch(run_dir, keep=True)")
+        paths = [str(p) for p in history_files(self.run_dir)]   # (raises as read_history does)
+        self.poll()
+        for path in paths:
+            rest = self.partial.pop(path, b"")
+            if rest and path not in self.errors:
+                try:
+                    self.kept.setdefault(path, []).extend(parse_lines([rest], path, self.lines.get(path, 0) + 1))
+                except HistoryError as exc:
+                    self.errors[path] = exc
+        try:
+            for path in paths:
+                if path in self.errors:
+                    raise self.errors[path]
+            with paused_gc():
+                return merge_files((self.kept.pop(path, []) for path in paths), run)
+        finally:
+            self.release()
+
+    def release(self) -> None:
+        """Drop the kept ops and give them back to the cyclic GC (history() does it; call it
+        when a run ends without asking for its history)."""
+        self.kept.clear()
+        if self.frozen:
+            gc.unfreeze()
+            self.frozen = False

@@ -68,6 +68,9 @@ class Failpoints:
     record: Callable[..., dict]          # HistoryWriter.op
     sleep_ms: Callable[[float], None]    # scaled sleep
     armed: dict[str, Failpoint] = field(default_factory=dict)
+    # run before a failpoint acts (the consumer reads the replies its XACKs are owed, so a kill
+    # or stop there finds every XACK sent before it confirmed and recorded, as when each was waited for)
+    before_action: list[Callable[[], None]] = field(default_factory=list)
 
     @classmethod
     def from_spec(cls, spec: dict[str, dict], **kw: Any) -> Failpoints:
@@ -81,6 +84,8 @@ class Failpoints:
         fp = self.armed.get(name)
         if fp is None or not fp.due(etype, key, event_id):
             return
+        for settle in self.before_action:
+            settle()
         fields = {k: v for k, v in (("etype", etype), ("key", key), ("event_id", event_id)) if v is not None}
         op = self.record("info", "failpoint", **fields, **context,
                          value={"name": name, "action": fp.action, "hit": fp.hits})

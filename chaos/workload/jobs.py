@@ -10,12 +10,13 @@ from typing import Any, Callable
 
 import redis
 
+from chaos.history import json_fields
 from chaos.strategies.ack import AckPolicy
 from chaos.strategies.guards.base import Guard
 from chaos.workload.env import WorkerEnv
 from chaos.events import Event
 from chaos.workload.failpoints import FailpointFailure
-from chaos.workload.link import exchange, stream_entries
+from chaos.workload.link import exchange, send_only, stream_entries
 
 DONE, FAILED = "done", "failed"
 
@@ -31,7 +32,29 @@ class JobRunner:
         # XACK goes out in one pipeline with the next XREADGROUP (one round trip saved per read)
         self.deferred: list[tuple[str, str, Event, str | None]] = []
         self.hold_ack = False   # set by the consumer for the last entry of a read
-        self.unwritten: list[dict] = []   # a deliver op that goes out with the apply's invoke
+        self.unwritten: list[bytes] = []   # a deliver op that goes out with the apply's invoke
+        # > 0 (the group consumer): XACKs go out at once without waiting for their replies, up
+        # to this many unconfirmed (link.send_only); their ack ops are written when the replies
+        # are read, at the next exchange on the connection
+        self.pipelined_acks = 0
+        # the policy's values, read once (Part parameters are looked up by name)
+        self.mode, self.after, self.batch = ack.mode, ack.after, ack.batch
+        self.max_attempts, self.uses_noack = ack.max_attempts, ack.uses_noack
+        self._extras: dict[tuple[str, int, str], bytes] = {}   # a deliver op's stream/count/via, serialised
+        self._last_body: tuple[str, Event | None, bytes] = ("", None, b"")
+        self._streams: dict[str, bytes] = {}
+
+    def _body(self, ev: Event, entry_id: str) -> bytes:
+        """The fields every op about this delivered entry carries (the event's and its entry id),
+        serialised once for the entry's deliver, apply and ack ops."""
+        last_id, last_ev, body = self._last_body
+        if last_id == entry_id and last_ev is ev:
+            return body
+        fields = ev.op_fields()
+        fields["entry_id"] = entry_id
+        body = json_fields(fields)
+        self._last_body = (entry_id, ev, body)
+        return body
 
     def deliver(self, r: redis.Redis, stream: str, entry_id: str, fields: dict | None,
                 via: str, delivery_count: int, *, with_apply: bool = False) -> Event | None:
@@ -51,18 +74,21 @@ class JobRunner:
             env.op("info", "deliver", entry_id=entry_id, stream=stream, via=via, value=str(exc))
             r.xack(stream, self.group, entry_id)
             return None
-        if with_apply and self.ack.mode == "after" and "after_read" not in env.failpoints.armed:
-            self.unwritten.append(env.history.make("ok", "deliver", **ev.op_fields(), entry_id=entry_id,
-                                                   stream=stream, delivery_count=delivery_count, via=via))
+        extras = self._extras.get((stream, delivery_count, via))
+        if extras is None:
+            extras = self._extras[stream, delivery_count, via] = json_fields(
+                {"stream": stream, "delivery_count": delivery_count, "via": via})
+        line = env.history.line("ok", "deliver", self._body(ev, entry_id) + extras)
+        if with_apply and self.after and "after_read" not in env.failpoints.armed:
+            self.unwritten.append(line)
             return ev
-        env.op("ok", "deliver", **ev.op_fields(), entry_id=entry_id, stream=stream,
-               delivery_count=delivery_count, via=via)
+        env.history.lines([line])
         env.failpoints.hit("after_read", **ev.op_fields())
-        if self.ack.mode == "on-receive":
-            if not self.ack.uses_noack:
+        if self.mode == "on-receive":
+            if not self.uses_noack:
                 r.xack(stream, self.group, entry_id)
             env.op("ok", "ack", **ev.op_fields(), entry_id=entry_id, stream=stream,
-                   value="noack" if self.ack.uses_noack else "on-receive")
+                   value="noack" if self.uses_noack else "on-receive")
         return ev
 
     def work(self, ev: Event) -> None:
@@ -72,10 +98,11 @@ class JobRunner:
 
     def apply(self, ev: Event, entry_id: str) -> str:
         """Run the guard; DONE when the effect committed (or was rejected), FAILED otherwise."""
-        env, armed = self.env, self.env.failpoints.armed
-        invoke = env.history.make("invoke", "apply", **ev.op_fields(), entry_id=entry_id)
+        env, armed, history = self.env, self.env.failpoints.armed, self.env.history
+        body = self._body(ev, entry_id)
         unwritten, self.unwritten = self.unwritten, []
-        env.history.ops([*unwritten, invoke])
+        unwritten.append(history.line("invoke", "apply", body))
+        history.lines(unwritten)
         self.guard.write_sent = False
         try:
             try:
@@ -94,8 +121,10 @@ class JobRunner:
                 return FAILED
             if "after_commit" in armed:
                 env.failpoints.hit("after_commit", **ev.op_fields())  # committed, its apply op not yet written
-            env.op("ok", "apply", **ev.op_fields(), entry_id=entry_id, rows=outcome.rows,
-                   effect=outcome.effect, value=outcome.value)
+            result = {"rows": outcome.rows, "effect": outcome.effect}
+            if outcome.value is not None:
+                result["value"] = outcome.value
+            history.lines([history.line("ok", "apply", body + json_fields(result))])
         finally:
             self.guard.after_apply()
         if "after_apply_before_ack" in armed:
@@ -112,13 +141,15 @@ class JobRunner:
                delivery_count: int) -> None:
         """XACK a done entry (ack after), or dead-letter one that failed its last attempt."""
         if status == DONE:
-            if self.ack.after and (self.ack.batch or self.hold_ack):
-                self.deferred.append((stream, entry_id, ev, "batch" if self.ack.batch else None))
-            elif self.ack.after:
-                exchange(r, [("XACK", stream, self.group, entry_id)])  # (redis-py's r.xack: 2-3x the CPU)
-                self.env.op("ok", "ack", **ev.op_fields(), entry_id=entry_id, stream=stream)
+            if self.after and (self.batch or self.hold_ack):
+                self.deferred.append((stream, entry_id, ev, "batch" if self.batch else None))
+            elif self.after:
+                command, token = ("XACK", stream, self.group, entry_id), (stream, self._body(ev, entry_id))
+                if not (self.pipelined_acks and send_only(r, command, self._ack_replies, token, self.pipelined_acks)):
+                    exchange(r, [command])  # (redis-py's r.xack: 2-3x the CPU)
+                    self._ack_replies([(token, 1)])
             return
-        if self.ack.max_attempts and delivery_count >= self.ack.max_attempts:
+        if self.max_attempts and delivery_count >= self.max_attempts:
             self.dead_letter(r, stream, entry_id, ev, delivery_count)
 
     def flush_acks(self, r: redis.Redis) -> None:
@@ -141,10 +172,29 @@ class JobRunner:
         self._acked(deferred)
         return stream_entries(replies[-1]) or read_blocking()
 
+    def _ack_replies(self, replies: list[tuple[tuple[str, bytes], Any]]) -> None:
+        """The replies of XACKs sent by `finish`: their ack ops in one write; a refused XACK
+        (NOREPLICAS, OOM: it did not run, the entry stays pending) is logged instead."""
+        history, lines = self.env.history, []
+        for (stream, body), reply in replies:
+            if isinstance(reply, Exception):
+                lines.append(history.line("info", "log", body + json_fields(
+                    {"value": {"ack": "refused", "error": f"{type(reply).__name__}: {reply}"}})))
+            else:
+                lines.append(history.line("ok", "ack", body + self._stream_field(stream)))
+        history.lines(lines)
+
+    def _stream_field(self, stream: str) -> bytes:
+        field = self._streams.get(stream)
+        if field is None:
+            field = self._streams[stream] = json_fields({"stream": stream})
+        return field
+
     def _acked(self, deferred: list[tuple[str, str, Event, str | None]]) -> None:
         history = self.env.history  # sent together: their ops in one write
-        history.ops([history.make("ok", "ack", **ev.op_fields(), entry_id=entry_id, stream=stream, value=value)
-                     for stream, entry_id, ev, value in deferred])
+        history.lines([history.line("ok", "ack", self._body(ev, entry_id) + json_fields(
+            {"stream": stream} if value is None else {"stream": stream, "value": value}))
+            for stream, entry_id, ev, value in deferred])
 
     def dead_letter(self, r: redis.Redis, stream: str, entry_id: str, ev: Event, delivery_count: int) -> None:
         fields: dict[str, Any] = {**ev.fields(), "source_stream": stream, "source_id": entry_id,
@@ -160,13 +210,13 @@ class JobRunner:
         ev = self.deliver(r, stream, entry_id, fields, via, delivery_count, with_apply=True)
         if ev is None:
             return
-        if self.ack.max_attempts and delivery_count > self.ack.max_attempts:
+        if self.max_attempts and delivery_count > self.max_attempts:
             unwritten, self.unwritten = self.unwritten, []
-            self.env.history.ops(unwritten)
+            self.env.history.lines(unwritten)
             self.dead_letter(r, stream, entry_id, ev, delivery_count)
             return
         status = self.apply(ev, entry_id)
-        if self.ack.mode == "after":
+        if self.after:
             self.finish(r, stream, entry_id, ev, status, delivery_count)
 
 

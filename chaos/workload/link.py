@@ -8,10 +8,16 @@ single-connection clients use), so the exchange below and the client's ordinary 
 go out on the same socket: still one connection per process through its proxy, and a
 `connection_pool.disconnect()` after a broken link still drops it (it reconnects on the
 next command, asking Sentinel for the primary in that topology).
+
+`send_only` sends a command without waiting for its reply (a consumer's XACK right after its
+apply: the XACK leaves at once, as before, but the round trip is not waited for). The replies
+it is owed are read, in order, at the next `exchange` on the connection or before any other
+command's reply is read there (redis-py's own commands included), and handed to the sender's
+handler together; replies owed on a socket that has since been dropped are never read.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 import redis
 from redis.connection import AbstractConnection
@@ -59,17 +65,99 @@ def _exchange_on(conn: AbstractConnection, commands: list[tuple[Any, ...]], rais
         packed = [b"".join([_pack_command(command) for command in commands])]
     else:
         packed = conn.pack_commands(commands)
-    conn.send_packed_command(packed, check_health=False)
+    cls = type(conn)
+    cls.send_packed_command(conn, packed, check_health=False)
+    owed = conn.__dict__.get("_owed")
+    if owed is not None and owed.items:
+        owed.settle(conn)   # what earlier send_only calls are owed comes first on the wire
+    read = cls.read_response
     replies, error = [], None
     for _ in commands:
         try:
-            replies.append(conn.read_response())
+            replies.append(read(conn))
         except redis.ResponseError as exc:
             error = error or exc
             replies.append(exc)
     if error is not None and raise_on_error:
         raise error
     return replies
+
+
+ReplyHandler = Callable[[list[tuple[Any, Any]]], None]
+
+
+class _Owed:
+    """The replies a pinned connection owes for `send_only` commands: (handler, token) in send
+    order, on the socket they were sent on."""
+
+    __slots__ = ("sock", "items")
+
+    def __init__(self, sock: Any) -> None:
+        self.sock = sock
+        self.items: list[tuple[ReplyHandler, Any]] = []
+
+    def settle(self, conn: AbstractConnection) -> None:
+        """Read every owed reply; each handler gets its (token, reply) pairs in one call, a
+        refused command's reply being the ResponseError. A link error ends the reading: the
+        replies read before it are still handed over, the rest are lost with the socket."""
+        items, self.items = self.items, []
+        if self.sock is not conn._sock:     # dropped since: those replies will never come
+            return
+        read = type(conn).read_response
+        got: dict[ReplyHandler, list[tuple[Any, Any]]] = {}
+        try:
+            for handler, token in items:
+                try:
+                    reply = read(conn)
+                except redis.ResponseError as exc:
+                    reply = exc
+                got.setdefault(handler, []).append((token, reply))
+        finally:
+            for handler, replies in got.items():
+                handler(replies)
+
+
+def send_only(r: redis.Redis, command: tuple[Any, ...], handler: ReplyHandler, token: Any,
+              window: int = 1) -> bool:
+    """Send `command` now and read its reply later (see the module doc): `handler` then gets
+    [(token, reply), ...] for this and the other replies read at the same time. False, with
+    nothing sent, where the client is not pinned (through Sentinel): use `exchange` then.
+    A link error while sending propagates (the connection is dropped, as by `exchange`)."""
+    if isinstance(r.connection_pool, SentinelConnectionPool) and r.connection is None:
+        return False
+    conn = pinned(r)
+    owed = conn.__dict__.get("_owed")
+    if owed is not None and len(owed.items) >= window:
+        owed.settle(conn)
+    data = [_pack_command(command)] if _pack_command is not None else conn.pack_command(*command)
+    type(conn).send_packed_command(conn, data, check_health=False)
+    if owed is None:
+        owed = conn._owed = _Owed(conn._sock)
+        conn.read_response = _settling_reader(conn)   # redis-py's commands read what is owed first
+    elif owed.sock is not conn._sock:   # reconnected by this send: what the old socket owed is gone
+        owed.sock, owed.items = conn._sock, []
+    owed.items.append((handler, token))
+    return True
+
+
+def settle(r: redis.Redis) -> None:
+    """Read now every reply the client's connection owes (see `send_only`)."""
+    conn = r.connection
+    owed = conn.__dict__.get("_owed") if conn is not None else None
+    if owed is not None and owed.items:
+        owed.settle(conn)
+
+
+def _settling_reader(conn: AbstractConnection) -> Callable[..., Any]:
+    read = type(conn).read_response
+
+    def read_response(*args: Any, **kwargs: Any) -> Any:
+        owed = conn._owed
+        if owed.items:
+            owed.settle(conn)
+        return read(conn, *args, **kwargs)
+
+    return read_response
 
 
 def stream_entries(reply: Any) -> list[tuple[str, list[tuple[str, dict | None]]]]:

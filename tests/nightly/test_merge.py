@@ -17,7 +17,13 @@ from chaos.report.merge import find_allure
 
 from .helpers import ROOT, run_pytest
 
-SELECTION = ("suites/ordering/test_reference_rows.py", "-k", "test_reference_row and (baseline or s5 or inbox or s1)")
+# Five reference rows whose figures follow from the runs themselves on any machine load (one
+# consumer, or a guard that compares versions), so a shard never fails for a race: baseline's
+# created-vs-paid race and s5-rr's 40001 need timing, and a loaded box flips them. Their
+# outcomes do not depend on the time scale, so the shards run at 0.25 (jobs of 200 ms).
+SELECTION = ("suites/ordering/test_reference_rows.py", "-k",
+             "test_reference_row and (s1 or s5 or inbox or setnx or p4) and not rr")
+SHARD_TIME_SCALE = "0.25"
 
 
 @pytest.fixture(scope="module")
@@ -40,6 +46,7 @@ def shards(tmp_path_factory) -> list[Path]:
                 shutil.rmtree(shard, ignore_errors=True)
                 shard.mkdir()
                 proc = run_pytest("-q", *SELECTION, "--chaos-runs", "2", "--chaos-seed", "7", f"--chaos-shard={k}/2",
+                                  "--chaos-time-scale", SHARD_TIME_SCALE,
                                   "--alluredir", str(shard / "allure-results"),
                                   "--chaos-summary", str(shard / "summary.json"),
                                   "--chaos-store-durations", str(shard / "durations.json"))

@@ -207,9 +207,10 @@ def parse_lines(lines: Iterable[bytes], source: str, first: int = 1) -> list[dic
     """
     ops: list[dict] = []
     append = ops.append
+    loads = _orjson.loads if _orjson is not None else json.loads
     for number, raw in enumerate(lines, first):
         try:
-            op = _loads(raw)
+            op = loads(raw)
         except ValueError as exc:
             text = raw.strip()
             if not text or not text.endswith(b"}"):

@@ -148,6 +148,14 @@ class PeakMemory:
         out["bench sampler (in this process)"] = self.sampler_cpu_s
         return {k: round(v, 1) for k, v in sorted(out.items(), key=lambda kv: -kv[1])}
 
+    def by_name(self, workers: dict[int, str]) -> dict[str, float]:
+        """MB per process, workers named from the run's history."""
+        out: dict[str, float] = {}
+        for pid, rss in self.peak.items():
+            name = workers.get(pid) or self.names.get(pid, str(pid))
+            out[name] = max(out.get(name, 0.0), round(rss / 2**20, 1))
+        return dict(sorted(out.items(), key=lambda kv: -kv[1]))
+
 def _label(proc: psutil.Process, me: int) -> str:
     if proc.pid == me:
         return "orchestrator+checker (this process)"

@@ -17,6 +17,7 @@ handler together; replies owed on a socket that has since been dropped are never
 """
 from __future__ import annotations
 
+import os
 from typing import Any, Callable
 
 import redis
@@ -47,7 +48,7 @@ def exchange(r: redis.Redis, commands: list[tuple[Any, ...]], *, raise_on_error:
     pool and back, as redis-py's pipelines do, so the pool's own handling of a failover (a
     new primary named on reconnect, connections to a demoted one dropped) stays in force;
     pinned, a consumer's blocking reads stayed on the old primary and never followed."""
-    if isinstance(r.connection_pool, SentinelConnectionPool) and r.connection is None:
+    if r.connection is None and isinstance(r.connection_pool, SentinelConnectionPool):
         pool = r.connection_pool
         conn = pool.get_connection()
         try:
@@ -123,14 +124,16 @@ def send_only(r: redis.Redis, command: tuple[Any, ...], handler: ReplyHandler, t
     [(token, reply), ...] for this and the other replies read at the same time. False, with
     nothing sent, where the client is not pinned (through Sentinel): use `exchange` then.
     A link error while sending propagates (the connection is dropped, as by `exchange`)."""
-    if isinstance(r.connection_pool, SentinelConnectionPool) and r.connection is None:
+    if r.connection is None and isinstance(r.connection_pool, SentinelConnectionPool):
         return False
     conn = pinned(r)
     owed = conn.__dict__.get("_owed")
     if owed is not None and len(owed.items) >= window:
         owed.settle(conn)
-    data = [_pack_command(command)] if _pack_command is not None else conn.pack_command(*command)
-    type(conn).send_packed_command(conn, data, check_health=False)
+    if _pack_command is not None and conn._sock is not None:
+        _write(conn, _pack_command(command))
+    else:
+        type(conn).send_packed_command(conn, conn.pack_command(*command), check_health=False)
     if owed is None:
         owed = conn._owed = _Owed(conn._sock)
         conn.read_response = _settling_reader(conn)   # redis-py's commands read what is owed first
@@ -138,6 +141,22 @@ def send_only(r: redis.Redis, command: tuple[Any, ...], handler: ReplyHandler, t
         owed.sock, owed.items = conn._sock, []
     owed.items.append((handler, token))
     return True
+
+
+def _write(conn: AbstractConnection, data: bytes) -> None:
+    """Send on a connected socket with one write(2): the socket object's own send polls first
+    when it has a timeout, a second system call per command. What the socket buffer does not
+    take at once (never seen for an XACK) goes through redis-py's send, which waits for room.
+    Errors as redis-py's send raises them (the connection dropped)."""
+    try:
+        sent = os.write(conn._sock.fileno(), data)
+    except BlockingIOError:
+        sent = 0
+    except OSError as exc:
+        conn.disconnect()
+        raise redis.ConnectionError(f"Error {exc.errno} while writing to socket. {exc.strerror}.") from None
+    if sent < len(data):
+        type(conn).send_packed_command(conn, [data[sent:]], check_health=False)
 
 
 def settle(r: redis.Redis) -> None:

@@ -17,7 +17,7 @@ from typing import Any, Callable, ClassVar, Protocol
 import psycopg
 
 from chaos.events import Event
-from chaos.strategies.guards.effect import Failpoints, Written, write_state
+from chaos.strategies.guards.effect import Failpoints, Written, write_now, write_state
 from chaos.strategies.part import Part
 
 APPLIED, STALE, DUPLICATE = "applied", "stale", "duplicate"
@@ -91,7 +91,7 @@ class Guard(Part):
         `before_commit` failpoint must fire between the write and the COMMIT."""
         conn = self.env.pg()
         if "before_commit" not in self.env.failpoints.armed:
-            with conn.cursor() as cur:
-                return self.write(cur, ev, **kw)
+            self.write_sent = True
+            return write_now(conn, ev, **kw)
         with conn.transaction(), conn.cursor() as cur:
             return self.write(cur, ev, **kw)

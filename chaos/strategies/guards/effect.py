@@ -16,6 +16,7 @@ from typing import Any, Protocol
 import psycopg
 
 from chaos.events import Event
+from chaos.strategies.guards.prepared import INT8, TEXT, PreparedStatement, int_or_none
 
 
 class Failpoints(Protocol):
@@ -48,8 +49,9 @@ _WRITE = ("WITH changed AS (UPDATE orders SET status = %(status)s, version = %(v
           "write_seq = write_seq + 1 WHERE id = %(key)s {guard} RETURNING write_seq) "
           "UPDATE projection SET count = count + 1 WHERE key = %(key)s AND EXISTS (SELECT FROM changed) "
           "RETURNING (SELECT write_seq FROM changed)")
-_PLAIN = _WRITE.format(guard="")
-_IF_OLDER = _WRITE.format(guard="AND version < %(version)s")
+_PARAMS = {"status": TEXT, "version": INT8, "key": TEXT}
+_PLAIN = PreparedStatement("write", _WRITE.format(guard=""), _PARAMS)
+_IF_OLDER = PreparedStatement("write_if_older", _WRITE.format(guard="AND version < %(version)s"), _PARAMS)
 
 
 def write_state(cur: psycopg.Cursor, ev: Event, *, version: int | None = None, if_older: bool = False,
@@ -59,12 +61,23 @@ def write_state(cur: psycopg.Cursor, ev: Event, *, version: int | None = None, i
     `failpoints` gets the `before_commit` hit (inside the transaction, after the writes).
     """
     version = ev.version if version is None else version
-    cur.execute(_IF_OLDER if if_older else _PLAIN, {"status": ev.etype, "version": version, "key": ev.key})
+    cur.execute((_IF_OLDER if if_older else _PLAIN).sql, {"status": ev.etype, "version": version, "key": ev.key})
     rows = cur.rowcount
     seq = cur.fetchone()[0] if rows > 0 else None
     if failpoints is not None:
         failpoints.hit("before_commit", **ev.op_fields())
     return Written(rows, seq)
+
+
+def write_now(conn: psycopg.Connection, ev: Event, *, version: int | None = None,
+              if_older: bool = False) -> Written:
+    """The state write on its own, in autocommit (no failpoint can fire before its COMMIT): one
+    round trip of a statement prepared per connection (chaos/strategies/guards/prepared.py)."""
+    version = ev.version if version is None else version
+    result = (_IF_OLDER if if_older else _PLAIN).execute(conn, {"status": ev.etype, "version": version,
+                                                                "key": ev.key})
+    rows = int(result.command_tuples or 0)
+    return Written(rows, int_or_none(result.get_value(0, 0)) if rows > 0 else None)
 
 
 def with_seq(value: dict, written: Written) -> dict:

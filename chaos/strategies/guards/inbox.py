@@ -10,6 +10,7 @@ from typing import Callable
 
 from chaos.strategies.guards.base import APPLIED, DUPLICATE, STALE, Guard, Outcome
 from chaos.strategies.guards.effect import Written
+from chaos.strategies.guards.prepared import INT8, TEXT, PreparedStatement, int_or_none
 from chaos.params import Param
 from chaos.events import Event
 
@@ -23,7 +24,9 @@ _ONE = ("WITH seen AS (INSERT INTO inbox (event_id) VALUES (%(event_id)s) ON CON
         "WHERE id = %(key)s AND EXISTS (SELECT FROM seen) {guard} RETURNING write_seq), "
         "counted AS (UPDATE projection SET count = count + 1 WHERE key = %(key)s AND EXISTS (SELECT FROM changed)) "
         "SELECT EXISTS (SELECT FROM seen), (SELECT write_seq FROM changed)")
-_ONE_PLAIN, _ONE_CAS = _ONE.format(guard=""), _ONE.format(guard="AND version < %(version)s")
+_PARAMS = {"event_id": TEXT, "status": TEXT, "version": INT8, "key": TEXT}
+_ONE_PLAIN = PreparedStatement("inbox", _ONE.format(guard=""), _PARAMS)
+_ONE_CAS = PreparedStatement("inbox_cas", _ONE.format(guard="AND version < %(version)s"), _PARAMS)
 
 
 class Inbox(Guard):
@@ -40,14 +43,14 @@ class Inbox(Guard):
         work()
         conn = self.env.pg()
         params = {"event_id": ev.event_id, "status": ev.etype, "version": ev.version, "key": ev.key}
-        sql = _ONE_CAS if self.cas else _ONE_PLAIN
+        statement = _ONE_CAS if self.cas else _ONE_PLAIN
         self.write_sent = True  # the inbox row is part of the effect: a lost reply leaves the outcome unknown
-        if "before_commit" not in self.env.failpoints.armed:
-            with conn.cursor() as cur:
-                seen, seq = cur.execute(sql, params).fetchone()
+        if "before_commit" not in self.env.failpoints.armed:   # one autocommit statement, prepared
+            result = statement.execute(conn, params)
+            seen, seq = result.get_value(0, 0) == b"t", int_or_none(result.get_value(0, 1))
         else:  # BEGIN and the statement in one pipeline, the failpoint, then COMMIT
             with conn.pipeline(), conn.transaction(), conn.cursor() as cur:
-                seen, seq = cur.execute(sql, params).fetchone()
+                seen, seq = cur.execute(statement.sql, params).fetchone()
                 if seen:
                     self.env.failpoints.hit("before_commit", **ev.op_fields())
         if not seen:

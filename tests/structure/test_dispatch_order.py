@@ -61,3 +61,13 @@ def test_without_enough_short_tests_the_order_is_simply_longest_first():
     items = [FakeItem("a", fixturenames=["chaos_cell"]), FakeItem("b", slow={}), FakeItem("c")]
     assert [i.name for i in order(items, workers=4)] == ["b", "a", "c"]
     assert [i.name for i in order(items, workers=1)] == ["b", "a", "c"]
+
+
+def test_a_single_long_test_goes_before_the_cells_and_its_module():
+    conftest = _conftest()
+    prefix, seconds = next(iter(conftest.LONG_TESTS.items()))
+    module, _, name = prefix.partition("::")
+    items = [FakeItem("cell", fixturenames=["chaos_cell"]), FakeItem(name + "x]", module=module,
+                                                                     fixturenames=["chaos_cell"])]
+    assert seconds > conftest.CELL_SECONDS
+    assert [i.name for i in conftest.dispatch_order(items, workers=1)] == [name + "x]", "cell"]

@@ -64,7 +64,11 @@ class Event:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Event:
-        return cls(**data)
+        if not _REQUIRED <= data.keys() <= _FIELDS:     # what __init__ would refuse
+            return cls(**data)
+        ev = object.__new__(cls)           # (without the frozen __init__: once per event a producer sends)
+        ev.__dict__.update(_DEFAULTS, **data)
+        return ev
 
     def routed(self, stream: str, barrier: str = "") -> Event:
         """This event on `stream`: a copy of its fields, without the frozen __init__'s one
@@ -77,3 +81,5 @@ class Event:
 
 
 _DEFAULTS = {f.name: f.default for f in dataclass_fields(Event) if f.default is not MISSING}
+_FIELDS = frozenset(f.name for f in dataclass_fields(Event))
+_REQUIRED = _FIELDS - _DEFAULTS.keys()

@@ -26,6 +26,7 @@ from typing import Any
 
 import redis
 
+from chaos.history import json_fields
 from chaos.strategies.delivery.base import GROUP
 from chaos.strategies.part import build
 from chaos.strategies.producers import PRODUCERS
@@ -35,6 +36,17 @@ from chaos.events import Event
 
 BATCH = 256     # XADDs per pipeline: past about a hundred, a bigger batch saves nothing measurable
 LINK_ERRORS = (redis.ConnectionError, redis.TimeoutError, OSError)
+
+
+_ATTEMPTS: dict[int, bytes] = {}
+
+
+def _attempt(attempt: int) -> bytes:
+    """A publish op's `value` ({"attempt": n}), serialised once per n."""
+    field = _ATTEMPTS.get(attempt)
+    if field is None:
+        field = _ATTEMPTS[attempt] = json_fields({"value": {"attempt": attempt}})
+    return field
 
 
 def _sent_nothing(exc: Exception) -> bool:
@@ -95,9 +107,11 @@ class Publisher:
         """Publish (event, attempt) pairs in one pipeline; True per event that went through."""
         if len(batch) == 1:
             return [self.publish(*batch[0])]
-        history = self.env.history
-        history.ops([history.make("invoke", "publish", **ev.op_fields(), stream=ev.stream,
-                                  value={"attempt": attempt}) for ev, attempt in batch])
+        history, line = self.env.history, self.env.history.line
+        # each event's fields serialised once for its invoke and its outcome (HistoryWriter.line)
+        bodies = [json_fields({**ev.op_fields(), "stream": ev.stream}) for ev, _ in batch]
+        history.lines([line("invoke", "publish", body + _attempt(attempt))
+                       for body, (_, attempt) in zip(bodies, batch)])
         fields = self.fields
         commands = [("XADD", ev.stream, "*", *[item for pair in fields(ev).items() for item in pair])
                     for ev, _ in batch]
@@ -110,17 +124,16 @@ class Publisher:
                                       value={"attempt": attempt, "error": error}) for ev, attempt in batch])
             self._reset()
             return [False] * len(batch)
-        ops, outcome = [], []
-        for (ev, attempt), reply in zip(batch, replies, strict=True):
+        lines, outcome = [], []
+        for body, (ev, attempt), reply in zip(bodies, batch, replies, strict=True):
             if isinstance(reply, Exception):  # Redis refused this XADD (e.g. OOM): it did not run
-                ops.append(history.make("fail", "publish", **ev.op_fields(), stream=ev.stream,
-                                        value={"attempt": attempt, "error": f"{type(reply).__name__}: {reply}"}))
+                lines.append(line("fail", "publish", body + json_fields(
+                    {"value": {"attempt": attempt, "error": f"{type(reply).__name__}: {reply}"}})))
                 outcome.append(False)
             else:
-                ops.append(history.make("ok", "publish", **ev.op_fields(), stream=ev.stream, entry_id=reply,
-                                        value={"attempt": attempt}))
+                lines.append(line("ok", "publish", body + json_fields({"entry_id": reply}) + _attempt(attempt)))
                 outcome.append(True)
-        history.ops(ops)
+        history.lines(lines)
         return outcome
 
     def batchable(self, ev: Event) -> bool:

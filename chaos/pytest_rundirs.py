@@ -43,7 +43,7 @@ def _watched(item: pytest.Item) -> Path | None:
 
 def _entries(path: Path | None) -> frozenset[str]:
     try:
-        return frozenset(p.name for p in path.iterdir() if p.name != OWNER_FILE) if path else frozenset()
+        return frozenset(p.name for p in path.iterdir() if not p.name.startswith(OWNER_FILE)) if path else frozenset()
     except OSError:
         return frozenset()
 

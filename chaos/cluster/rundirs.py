@@ -20,6 +20,7 @@ import json
 import os
 import re
 import shutil
+import threading
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -122,7 +123,9 @@ class ClusterDir:
         self._save()
 
     def _save(self) -> None:
-        tmp = self.path / (OWNER_FILE + ".tmp")
+        # a name of its own per writer: two threads (or a process and its child) saving at once
+        # must not rename each other's file away
+        tmp = self.path / f"{OWNER_FILE}.{os.getpid()}.{threading.get_ident()}.tmp"
         tmp.write_text(json.dumps(asdict(self.owner)))
         tmp.replace(self.path / OWNER_FILE)
 

@@ -126,3 +126,28 @@ def test_retention_settings_come_from_the_environment_and_bad_ones_name_the_fix(
     for var, raw in (("CHAOS_KEPT_DIRS", "many"), ("CHAOS_KEPT_MB", "-1"), ("CHAOS_KEPT_DAYS", "a week")):
         with pytest.raises(BadArguments, match=f"{var}='{raw}': give .* or unset it for the default"):
             Retention.from_env({var: raw})   # the CLI's exit 254, before any server starts
+
+
+def test_owner_record_saved_from_two_threads_at_once(tmp_path):
+    """The run's thread and the rig watch may both record a server: neither may rename the
+    other's file away (a shared tmp name raised FileNotFoundError)."""
+    import threading
+
+    owned = ClusterDir(tmp_path / "run5-gw0")
+    errors: list[BaseException] = []
+
+    def record(name: str) -> None:
+        try:
+            for _ in range(300):
+                owned.record(os.getpid(), name)
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=record, args=(f"server-{i}",)) for i in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    assert json.loads((owned.path / "owner.json").read_text())["pid"] == os.getpid()
+    assert sorted(p.name for p in owned.path.iterdir()) == ["owner.json"]

@@ -35,7 +35,7 @@ from chaos.strategies.delivery.base import GROUP, STREAM  # noqa: E402
 from chaos.strategies.guards import GUARDS  # noqa: E402
 from chaos.events import Event  # noqa: E402
 from chaos.workload.final_state import fully_acked  # noqa: E402
-from chaos.workload.forkserver import fork_server  # noqa: E402
+from chaos.workload.forkserver import close_fork_server, fork_server  # noqa: E402
 
 REFERENCE_NODE_JOBS_PER_S = 11_338
 REFERENCE_NODE_4_CONSUMERS_PER_S = 30_375
@@ -167,6 +167,7 @@ def main() -> None:
                         for k in range(args.repeat)]
                 out[mode][str(n)] = cell(runs, n, args.jobs)
     finally:
+        close_fork_server()     # reaped now, not left to exit on EOF after this process
         cluster.close()
         shutil.rmtree(tmp, ignore_errors=True)
     out["load_average_at_end"] = os.getloadavg()[0]

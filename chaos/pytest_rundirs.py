@@ -30,7 +30,9 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def _watched(item: pytest.Item) -> Path | None:
-    """The runs dir of this worker's session cluster, if the test uses it."""
+    """The runs dir of this worker's session cluster, if the test uses it. A suite with a
+    topology of its own names its cluster ``<this name>-<topology>`` (suites/sentinel): its
+    runs dir sits beside this one and is watched with it (see `_dirs`)."""
     if "chaos_cluster" not in getattr(item, "fixturenames", ()):
         return None
     config = item.config
@@ -41,18 +43,33 @@ def _watched(item: pytest.Item) -> Path | None:
     return path
 
 
-def _entries(path: Path | None) -> frozenset[str]:
+def _dirs(path: Path) -> list[Path]:
+    """`path` and its ``<name>-*`` siblings that exist."""
     try:
-        return frozenset(p.name for p in path.iterdir() if not p.name.startswith(OWNER_FILE)) if path else frozenset()
+        return [d for d in path.parent.iterdir()
+                if d.name == path.name or d.name.startswith(path.name + "-")]
     except OSError:
+        return []
+
+
+def _entries(path: Path | None) -> frozenset[str]:
+    """What the watched runs dirs hold, as ``<runs dir>/<entry>`` (owner records left out)."""
+    if path is None:
         return frozenset()
+    found = set()
+    for runs in _dirs(path):
+        try:
+            found.update(f"{runs.name}/{p.name}" for p in runs.iterdir() if not p.name.startswith(OWNER_FILE))
+        except OSError:
+            continue
+    return frozenset(found)
 
 
 def _added(item: pytest.Item) -> list[Path]:
     path = _watched(item)
     if path is None:
         return []
-    return [path / name for name in sorted(_entries(path) - item.stash.get(_BEFORE, frozenset()))]
+    return [path.parent / name for name in sorted(_entries(path) - item.stash.get(_BEFORE, frozenset()))]
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
@@ -64,11 +81,12 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
         for path in _added(item):
             shutil.rmtree(path, ignore_errors=True)
         watched = _watched(item)
-        if watched is not None and not (watched / OWNER_FILE).exists():
-            try:
-                watched.rmdir()      # the cluster closed during this test's teardown: nothing is kept
-            except OSError:
-                pass                 # not empty (an earlier test's failure) or not there
+        for runs in _dirs(watched) if watched is not None else []:
+            if not (runs / OWNER_FILE).exists():
+                try:
+                    runs.rmdir()     # the cluster closed during this test's teardown: nothing is kept
+                except OSError:
+                    pass             # not empty (an earlier test's failure) or not there
     return result
 
 

@@ -70,6 +70,36 @@ def test_a_session_of_passing_cells_keeps_nothing(tmp_path, cluster_base):
         assert set((cluster_base / ".kept").iterdir()) == before
 
 
+OWN_TOPOLOGY = '''
+import pytest
+from chaos.cluster import start_cluster
+from chaos.plugin import cluster_name
+
+@pytest.fixture(scope="session")
+def chaos_cluster(pytestconfig, chaos_options):
+    """A suite with a topology of its own, named like suites/sentinel's: <this name>-<topology>."""
+    cluster = start_cluster(chaos_options.backend, f"{cluster_name(pytestconfig)}-own")
+    try:
+        yield cluster
+    finally:
+        cluster.close()
+'''
+
+
+def test_a_suite_with_its_own_cluster_keeps_no_passing_dirs(tmp_path, cluster_base):
+    """suites/sentinel's cluster is `<name>-sentinel`: its passing cells' dirs were left behind."""
+    (tmp_path / "test_cells.py").write_text(CELLS)
+    (tmp_path / "conftest.py").write_text(OWN_TOPOLOGY)
+    before = set((cluster_base / ".kept").iterdir()) if (cluster_base / ".kept").exists() else set()
+    proc = run_pytest("-p", "no:cacheprovider", "-s", "test_cells.py", "-k", "passing", cwd=tmp_path,
+                      timeout=300, env={"CHAOS_CLUSTER_BASE": str(cluster_base)})
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    passing = Path(re.search(r"PASSING ROOT (\S+)", proc.stdout).group(1))
+    assert passing.parent.name.endswith("-own"), passing
+    assert not passing.exists()
+    assert set((cluster_base / ".kept").iterdir()) == before
+
+
 def test_keep_runs_keeps_a_passing_cell_s_dirs(tmp_path, cluster_base):
     out, (named, *_listed) = session(tmp_path, cluster_base, "--chaos-keep-runs")
     passing = Path(re.search(r"PASSING ROOT (\S+)", out).group(1))

@@ -30,6 +30,12 @@ except ModuleNotFoundError:  # pragma: no cover - exercised only where hiredis i
     _pack_command = None
 
 
+def through_sentinel(r: redis.Redis) -> bool:
+    """A client that asks Sentinel for the primary and is not pinned: it must check a connection
+    out of its pool per call, so the pool's handling of a failover stays in force."""
+    return r.connection is None and isinstance(r.connection_pool, SentinelConnectionPool)
+
+
 def pinned(r: redis.Redis) -> AbstractConnection:
     """The client's one connection, checked out of its pool once (connected on the way)."""
     conn = r.connection
@@ -48,7 +54,7 @@ def exchange(r: redis.Redis, commands: list[tuple[Any, ...]], *, raise_on_error:
     pool and back, as redis-py's pipelines do, so the pool's own handling of a failover (a
     new primary named on reconnect, connections to a demoted one dropped) stays in force;
     pinned, a consumer's blocking reads stayed on the old primary and never followed."""
-    if r.connection is None and isinstance(r.connection_pool, SentinelConnectionPool):
+    if through_sentinel(r):
         pool = r.connection_pool
         conn = pool.get_connection()
         try:
@@ -124,7 +130,7 @@ def send_only(r: redis.Redis, command: tuple[Any, ...], handler: ReplyHandler, t
     [(token, reply), ...] for this and the other replies read at the same time. False, with
     nothing sent, where the client is not pinned (through Sentinel): use `exchange` then.
     A link error while sending propagates (the connection is dropped, as by `exchange`)."""
-    if r.connection is None and isinstance(r.connection_pool, SentinelConnectionPool):
+    if through_sentinel(r):
         return False
     conn = pinned(r)
     owed = conn.__dict__.get("_owed")

@@ -24,13 +24,10 @@ from chaos.history import HistoryError, history_dir, history_files, merge_files,
 _PUBLISH, _ACK = b'"f":"publish"', b'"f":"ack"'
 
 
-_VIAS_USEFUL = ("read", "pending")
-
-
 def _useful(op: dict) -> bool:
     f, kind = op.get("f"), op.get("type")
     if f == "deliver":
-        return op.get("via") in _VIAS_USEFUL
+        return op.get("via") in ("read", "pending")
     if f == "apply":
         return kind == "ok"
     return f in ("publish", "ack", "dlq", "fault")
@@ -77,19 +74,11 @@ class ProgressWatch:
         holding = self.holding
         return sum(len(holding.get(p, ())) for p in set(processes))
 
-    def _settle(self, entry: str, previous_holder: str | None) -> None:
-        """Keep `holding` right for `entry` after its deliver or put-down time changed."""
-        if previous_holder is not None:
-            self.holding.get(previous_holder, set()).discard(entry)
-        at, holder = self.delivered.get(entry, (None, None))
-        if holder is not None and at > self.put_down.get(entry, float("-inf")):
-            self.holding.setdefault(holder, set()).add(entry)
-
     def failed_since(self, entry_id: str, since: float) -> bool:
         return self.failed_at.get(entry_id, float("-inf")) >= since
 
     def _track(self, op: dict) -> None:
-        # (10^5 events: 4 x 10^5 ops pass here, so _settle is written out inline below)
+        # (10^5 events: 4 x 10^5 ops pass here, so `holding` is kept right inline below)
         f = op.get("f")
         if f != "deliver" and f != "apply" and f != "dlq":
             value = op.get("value")
@@ -215,26 +204,15 @@ class ProgressWatch:
         # growing heap of kept ops doubled the cost of tailing); history() gives them back.
         gc.freeze()
         self.frozen = True
-        last = self.last_useful
+        last, track = self.last_useful, self._track
         for op in ops:
             f = op["f"]
-            if f == "publish" or f == "ack":
+            if f != "publish" and f != "ack":   # (they only say that work went on)
+                track(op)
+            if _useful(op):
                 self.useful_ops += 1
-                at = op["time"]
-            else:
-                self._track(op)
-                if f == "deliver":
-                    if op.get("via") not in _VIAS_USEFUL:
-                        continue
-                elif f == "apply":
-                    if op["type"] != "ok":
-                        continue
-                elif f != "dlq" and f != "fault":
-                    continue
-                self.useful_ops += 1
-                at = op["time"]
-            if at > last:
-                last = at
+                if op["time"] > last:
+                    last = op["time"]
         self.last_useful = last
 
     def history(self, run: int | None = None) -> list[dict]:

@@ -241,7 +241,7 @@ def merge_files(per_file: Iterable[list[dict]], run: int | None = None) -> list[
     ops: list[dict] = []
     for file_ops in per_file:
         ops.extend(file_ops)
-    ops.sort(key=_TIME)  # stable: a process's own order survives equal timestamps
+    ops.sort(key=op_time)  # stable: a process's own order survives equal timestamps
     if run is not None:
         for op in ops:
             op["run"] = run
@@ -255,7 +255,7 @@ def read_history(run_dir: Path, *, run: int | None = None) -> list[dict]:
         return merge_files((read_file(path) for path in paths), run)
 
 
-_TIME = itemgetter("time")
+op_time = itemgetter("time")     # an op's time: the merge's sort key (and a bisect's over a history)
 
 
 def format_op(op: dict, origin: float = 0.0) -> str:

@@ -45,7 +45,7 @@ from chaos.cluster.health import rig_problems
 from chaos.cluster.rundirs import runs_dir
 from chaos.proxy.client import ToxiproxyError
 from chaos.errors import BadArguments
-from chaos.history import HistoryWriter, read_history
+from chaos.history import HistoryWriter, op_time, read_history
 from chaos.strategies.delivery.base import GROUP
 from chaos.strategies.plan import CONSUMER, PRODUCER, ProcessPlan
 from chaos.strategies.presets import Strategy, resolve
@@ -257,10 +257,6 @@ def _work_metrics(history: list[dict]) -> tuple[int, float | None, list[dict]]:
     return len(handled), (last - first) if first is not None and last is not None else None, faults
 
 
-def _op_time(op: dict) -> float:
-    return op["time"]
-
-
 def fault_phases(history: list[dict], run: int) -> list[Phase]:
     """`fault:<name>` phases from the nemesis's fault ops: from a fault's start op to its stop
     op (a fault with no stop, such as a SIGKILL, lasts an instant); a fault started twice
@@ -296,7 +292,7 @@ def late_fault_notes(history: list[dict], t0: float, faults: list[dict] | None =
         return []
     # (sorted by time: a publish after the latest start means none was late, the usual case;
     # it is found a few ops after that start, and the full pass below is skipped)
-    after = bisect.bisect_right(history, max(starts), key=_op_time)
+    after = bisect.bisect_right(history, max(starts), key=op_time)
     if any(op.get("f") == "publish" for op in itertools.islice(history, after, None)):
         return []
     publish_times = [op["time"] for op in history if op.get("f") == "publish"]

@@ -192,8 +192,8 @@ class JobRunner:
 
     def _acked(self, deferred: list[tuple[str, str, Event, str | None]]) -> None:
         history = self.env.history  # sent together: their ops in one write
-        history.lines([history.line("ok", "ack", self._body(ev, entry_id) + json_fields(
-            {"stream": stream} if value is None else {"stream": stream, "value": value}))
+        history.lines([history.line("ok", "ack", self._body(ev, entry_id) + (
+            self._stream_field(stream) if value is None else json_fields({"stream": stream, "value": value})))
             for stream, entry_id, ev, value in deferred])
 
     def dead_letter(self, r: redis.Redis, stream: str, entry_id: str, ev: Event, delivery_count: int) -> None:

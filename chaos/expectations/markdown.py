@@ -1,7 +1,7 @@
-"""The expectation table as Markdown, so the README's table is generated, not retyped.
+"""The expectation table as Markdown, so the documented table is generated, not retyped.
 
-`python -m chaos.expectations.markdown --write README.md` rewrites the block between
-the README's `expectation-table` markers; tests/docs/test_readme.py fails when they drift.
+`python -m chaos.expectations.markdown --write docs/expectations.md` rewrites the block
+between that page's `expectation-table` markers; tests/docs/test_readme.py fails when they drift.
 """
 from __future__ import annotations
 

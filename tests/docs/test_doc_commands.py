@@ -16,7 +16,7 @@ import pytest
 from chaos.cli import build_parser
 
 ROOT = Path(__file__).resolve().parents[2]
-DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+DOCUMENTS = [ROOT / "README.md", ROOT / "CONTRIBUTING.md", *sorted((ROOT / "docs").glob("*.md"))]
 PLACEHOLDER = re.compile(r"\[|\]|\||\.\.|\b[A-Z]{2,}\b|examples/X\.toml|<[a-z]")
 
 

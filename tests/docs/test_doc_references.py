@@ -17,12 +17,12 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+DOCUMENTS = [ROOT / "README.md", ROOT / "CONTRIBUTING.md", *sorted((ROOT / "docs").glob("*.md"))]
 
 # Top-level entries a path written in a document may start with.
 TOP = ("chaos/", "faults/", "suites/", "tests/", "docs/", "examples/", "bench/", "compose/", "scripts/",
        "reports/", ".github/", ".ci/")
-ROOT_FILES = ("README.md", "pyproject.toml", "conftest.py")
+ROOT_FILES = ("README.md", "CONTRIBUTING.md", "CHANGELOG.md", "LICENSE", "pyproject.toml", "conftest.py")
 # Written by a run, not committed: a document may name them though no checkout holds them.
 GENERATED = {"reports/allure-results", "reports/allure-report", "reports/matrix.html", "reports/matrix.json",
              "reports/nightly", "cell.json", "final_state.json", "trace.txt", "history.txt", "owner.json",

@@ -118,7 +118,7 @@ def _resent(events: list[Event], resend: int, gap_ms: float = 1.0) -> list[Event
 
 class Pair(Workload):
     name = "pair"
-    summary = "order #42: created v=1 (800 ms) then paid v=2 (50 ms)"
+    summary = "order #42: created v=1 (800 ms) then paid v=2 (50 ms); `pairs` repeats it on new orders"
     params = (
         Param("key", "42", "the order id"),
         Param("created_ms", 800.0, "cost of handling `created`", minimum=0),
@@ -126,13 +126,22 @@ class Pair(Workload):
         Param("paid_at_ms", 0.0, "when `paid` is published, after the run starts", minimum=0),
         Param("payment_service", False, "publish `paid` from a second producer process P-payment"),
         Param("resend", 0, "publish every event this many extra times with the same event_id", minimum=0),
+        Param("pairs", 1, "orders published one after another (keys key, key-2, key-3...): "
+                          "several races per run, one reset", minimum=1),
+        Param("pair_gap_ms", 300.0, "time between two orders' `created` (pairs > 1): past the "
+                                    "previous order's handling, so each order's race starts alike", minimum=0),
     )
 
+    def event_count(self) -> int:
+        return 2 * self.pairs * (1 + self.resend)
+
     def make_events(self, rng: random.Random) -> list[Event]:
-        k = self.key
         paid_by = "P-payment" if self.payment_service else "P-order"
-        base = [Event(f"e{k}-1", k, "created", 1, self.created_ms, 0.0, "P-order"),
-                Event(f"e{k}-2", k, "paid", 2, self.paid_ms, self.paid_at_ms, paid_by)]
+        base: list[Event] = []
+        for n in range(self.pairs):
+            k, at = (self.key if n == 0 else f"{self.key}-{n + 1}"), n * self.pair_gap_ms
+            base += [Event(f"e{k}-1", k, "created", 1, self.created_ms, at, "P-order"),
+                     Event(f"e{k}-2", k, "paid", 2, self.paid_ms, at + self.paid_at_ms, paid_by)]
         return _resent(base, self.resend)
 
 

@@ -16,6 +16,16 @@ def test_pair_is_the_reference_pair():
         ("e42-1", "created", 1, 800.0, "P-order"), ("e42-2", "paid", 2, 50.0, "P-order")]
 
 
+def test_pairs_repeat_the_race_on_new_orders_one_gap_apart():
+    workload = resolve("s4a:pairs=3,pair_gap_ms=500,paid_at_ms=7").workload
+    events = workload.make_events(random.Random(0))
+    assert [(e.event_id, e.key, e.etype, e.at_ms) for e in events] == [
+        ("e42-1", "42", "created", 0.0), ("e42-2", "42", "paid", 7.0),
+        ("e42-2-1", "42-2", "created", 500.0), ("e42-2-2", "42-2", "paid", 507.0),
+        ("e42-3-1", "42-3", "created", 1000.0), ("e42-3-2", "42-3", "paid", 1007.0)]
+    assert workload.event_count() == len(events)
+
+
 def test_publish_blip_model_uses_two_producers():
     strategy = resolve("p2-business")
     events = strategy.workload.make_events(random.Random(0))

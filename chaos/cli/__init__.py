@@ -4,12 +4,14 @@ Each command module exposes ``add_parser(subparsers)`` (which registers its
 sub-parser and sets ``func``) and its ``func(args) -> int``. Exit codes follow
 Jepsen's: 0 matches the expectation (or none is set), 1 mismatch, 2 unknown,
 254 bad arguments, 255 internal error. Whatever goes wrong prints one line, never a bare
-traceback (chaos/cli/failures.py).
+traceback (chaos/cli/failures.py). Installed, the same command is `streams-chaos` (not
+`chaos`: Chaos Toolkit has that name); with no arguments it prints its help.
 """
 from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 from chaos.errors import (  # noqa: F401 - re-exported for the command modules
@@ -26,6 +28,13 @@ COMMAND_MODULES = [
 ]
 
 
+DESCRIPTION = ("Run presets, faults and your own consumer under faults on a real Redis + PostgreSQL "
+               "topology, and judge what was lost, duplicated or reordered.")
+EPILOG = ("`%(prog)s COMMAND --help` describes a command. Exit codes: 0 as expected, 1 mismatch, 2 unknown "
+          "(the rig broke), 254 bad arguments, 255 internal error.")
+EXIT_SIGPIPE = 128 + 13   # what a shell reports for a tool that SIGPIPE ended
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # argparse's default exit code 2 means "unknown" here
         self.print_usage(sys.stderr)
@@ -33,8 +42,16 @@ class _Parser(argparse.ArgumentParser):
         sys.exit(EXIT_BAD_ARGS)
 
 
+def _prog() -> str:
+    """`streams-chaos` when run as the console script, else `python -m chaos`."""
+    name = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else ""
+    return name if name and not name.endswith(".py") and name != "-c" else "python -m chaos"
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="python -m chaos", description=__doc__.splitlines()[0])
+    from chaos import __version__
+    parser = _Parser(prog=_prog(), description=DESCRIPTION, epilog=EPILOG)
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     subparsers = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     for name in COMMAND_MODULES:
         importlib.import_module(name).add_parser(subparsers)
@@ -57,10 +74,18 @@ def _check_topology_options(args: argparse.Namespace) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    if not (sys.argv[1:] if argv is None else argv):
+        parser.print_help()
+        return EXIT_OK
+    args = parser.parse_args(argv)
     try:
         _check_topology_options(args)
-        return int(args.func(args) or 0)
+        code = int(args.func(args) or 0)
+        sys.stdout.flush()   # a reader that left (`list --json | head`) shows here, not at exit
+        return code
+    except BrokenPipeError:
+        return _reader_left()
     except BadArguments as exc:
         return failures.bad_input(exc)
     except KeyboardInterrupt:
@@ -72,6 +97,15 @@ def main(argv: list[str] | None = None) -> int:
         return failures.failure(exc, args)
     finally:
         _stop_fork_server()
+
+
+def _reader_left() -> int:
+    """The pipe's reader closed it (`... | head`): stop quietly, as a tool killed by SIGPIPE
+    would (exit 141), and point stdout at /dev/null so that the exit's flush cannot fail again."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return EXIT_SIGPIPE
 
 
 def _stop_fork_server() -> None:

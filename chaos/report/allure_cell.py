@@ -291,7 +291,10 @@ def _phase_steps(result: CellResult, as_expected: bool) -> None:
 def _attach_runs(result: CellResult, histories: list[list[dict]] | None) -> None:
     import allure
 
-    from chaos.report.timeline import plot_timeline
+    try:
+        from chaos.report.timeline import plot_timeline
+    except ModuleNotFoundError:   # matplotlib is the `plots` extra: the trace and history still go in
+        plot_timeline = None
 
     dirs = list(getattr(result, "run_dirs", None) or [])
     for index in chosen_runs(result):
@@ -305,7 +308,7 @@ def _attach_runs(result: CellResult, histories: list[list[dict]] | None) -> None
                       attachment_type=allure.attachment_type.TEXT)
         allure.attach(bounded(format_history(history), where), name=f"{tag} history.txt",
                       attachment_type=allure.attachment_type.TEXT)
-        if history:
+        if history and plot_timeline is not None:
             png = plot_timeline(history, title=f"{tag}, seed {run.seed}")
             allure.attach(png, name=f"{tag} timeline.png", attachment_type=allure.attachment_type.PNG)
 

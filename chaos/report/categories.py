@@ -16,7 +16,8 @@ across the newlines of a multi-line message.
 Allure 2 reads `categories.json` from the results dir (the pytest plugin writes it there at
 session end); Allure 3 reads them from its config file (`reports/allurerc.json`, which
 accepts these same Allure 2 keys). Both committed files are generated from CATEGORIES and a
-test keeps them equal (`python -m chaos.report.categories` rewrites them).
+test keeps them equal (`python -m chaos.report.categories` rewrites them; from an installed
+package, `python -m chaos.report.categories --out DIR` writes them for your own reports).
 """
 from __future__ import annotations
 
@@ -85,6 +86,17 @@ def write_config_files(reports_dir: Path) -> list[Path]:
     return out
 
 
-if __name__ == "__main__":
-    for written in write_config_files(Path(__file__).resolve().parents[2] / "reports"):
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+    parser = argparse.ArgumentParser(description="Write Allure's categories.json (Allure 2) and allurerc.json "
+                                                 "(Allure 3, for `allure generate --config`) into a directory.")
+    parser.add_argument("--out", type=Path, default=Path("reports"), help="the directory (default: ./reports)")
+    args = parser.parse_args(argv)
+    args.out.mkdir(parents=True, exist_ok=True)
+    for written in write_config_files(args.out):
         print(written)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -25,6 +25,7 @@ COMMAND_MODULES = [
     "chaos.cli.run_cmd",       # run, matrix
     "chaos.cli.cluster_cmd",   # cluster up|down|status
     "chaos.cli.proxy_cmd",     # proxy serve
+    "chaos.cli.scorecard_cmd", # scorecard
 ]
 
 

@@ -1,0 +1,123 @@
+"""`python -m chaos scorecard --worker-cmd CMD --worker-config FILE [--faults all|F1,F2]`.
+
+Runs your consumer through every registered fault that fits the topology (docs/scorecard.md),
+grades each cell on no_loss, no_duplicate_side_effects, final_state, keeps_consuming,
+pel_drains and poison_handled, and writes DIR/index.html (the grid, a page per cell with its
+plots and replay command) and DIR/scorecard.json. ``--json`` prints the same object on
+stdout. Exit 0 when every bound of the config's ``[expect]`` holds in every cell, 1 when one
+breaks, 2 when a promised property could not be judged, 254 on bad input (nothing started).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import uuid
+from pathlib import Path
+
+from chaos.blackbox.config import load_config
+from chaos.blackbox.session import preflight
+from chaos.cli import failures, options
+from chaos.errors import BadArguments
+
+DEFAULT_OUT = "reports/scorecard"
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser("scorecard", help="grade your consumer under every fault that applies to it",
+                              description=__doc__.splitlines()[0])
+    p.add_argument("--worker-cmd", metavar="CMD", required=True, help="your consumer's command line")
+    p.add_argument("--worker-config", metavar="FILE", required=True, help="its worker config (docs/blackbox.md)")
+    p.add_argument("--faults", default="all", help="all (default: every registered fault that fits the "
+                   "topology) or a comma list of names or specs, e.g. kill-consumer,pause:duration_ms=3000")
+    p.add_argument("--out", default=DEFAULT_OUT, help=f"where index.html, the cell pages and scorecard.json go "
+                   f"(default {DEFAULT_OUT})")
+    options.add_run_options(p)
+    p.set_defaults(func=run, runs=1)
+
+
+def _topology(args: argparse.Namespace) -> str:
+    text = args.topology or os.environ.get("CHAOS_TOPOLOGY") or "replica"
+    return text.split(":", 1)[0]
+
+
+def _writable(out: Path) -> None:
+    """Refuse an --out that cannot take the pages, before anything starts (nothing left behind)."""
+    made = not out.exists()
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        probe = out / f".probe-{uuid.uuid4().hex[:8]}"
+        probe.write_text("", encoding="utf-8")
+        probe.unlink()
+    except OSError as exc:
+        raise BadArguments(f"--out {out}: cannot write there ({exc.strerror or exc}); give a writable "
+                           f"directory") from None
+    finally:
+        if made and out.is_dir() and not any(out.iterdir()):
+            out.rmdir()
+
+
+def run(args: argparse.Namespace) -> int:
+    from chaos.scorecard.card import run_scorecard
+    from chaos.scorecard.page import write_pages
+    from chaos.scorecard.plan import plan
+
+    if args.runs < 1:
+        raise BadArguments(f"--runs {args.runs}: give at least 1")
+    config = load_config(args.worker_config)
+    preflight(args.worker_cmd, config, [], args.runs)
+    topology = _topology(args)
+    cells = plan(args.faults, topology, config)
+    out = Path(args.out)
+    _writable(out)
+    say = (lambda line: None) if args.json else (lambda line: print(line, file=sys.stderr, flush=True))
+    root = options.runs_root(args)
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        run_root = options.new_run_dir(root, "scorecard")
+    except OSError as exc:
+        raise BadArguments(f"run dirs cannot go to {root} ({exc.strerror or exc}): give a writable dir "
+                           "with --run-dir or $CHAOS_RUNS_DIR") from None
+    try:
+        cluster = failures.start_topology(args.backend, f"sc-{os.getpid()}-{uuid.uuid4().hex[:6]}")
+    except BaseException:
+        shutil.rmtree(run_root, ignore_errors=True)
+        raise
+    failures.crash_site.run_dir = run_root
+    card = None
+    try:
+        card = run_scorecard(cluster, args.worker_cmd, config, args.worker_config, cells, runs=args.runs,
+                             seed=args.seed, time_scale=args.time_scale, topology=topology, run_root=run_root,
+                             log=say)
+    except BadArguments:
+        shutil.rmtree(run_root, ignore_errors=True)   # refused before a worker started: nothing to keep
+        raise
+    finally:
+        cluster.close()
+        options.release_run_dir(run_root)
+    code = card.exit_code()
+    if code == 0:
+        shutil.rmtree(run_root, ignore_errors=True)
+    index = write_pages(card, out)
+    data = card.to_json()
+    if args.json:
+        print(json.dumps(data, default=str))
+    else:
+        print(text_grid(data))
+        print(f"page: {index}" + (f"\nrun dirs kept in {run_root}" if code else ""))
+    return code
+
+
+def text_grid(data: dict) -> str:
+    """The grid for a terminal: one row per cell, one column per property."""
+    props = list(data["cells"][0]["properties"]) if data["cells"] else []
+    mark = {"pass": "ok", "fail": "FAIL", "unknown": "?"}
+    width = max([len(c["fault"]) for c in data["cells"]] + [5])
+    lines = [f"{'fault':<{width}}  " + "  ".join(f"{p:<{len(p)}}" for p in props)]
+    for c in data["cells"]:
+        lines.append(f"{c['fault']:<{width}}  " + "  ".join(f"{mark[c['properties'][p]]:<{len(p)}}" for p in props))
+    for b in data["summary"]["broken_promises"]:
+        lines.append(f"BROKEN {b}")
+    return "\n".join(lines)

@@ -1,0 +1,169 @@
+"""Grades: one black-box cell's counts -> pass / fail / unknown per property, with evidence.
+
+The properties (docs/scorecard.md) read the checker's counts as docs/checker.md defines
+them, summed over the cell's runs:
+
+* ``no_loss``: ``lost`` = 0 (published, never written, not pending, not undelivered);
+* ``no_duplicate_side_effects``: ``duplicated_side_effects`` = 0 (needs ``[side_effects]``);
+* ``final_state``: ``wrong_final_state_runs`` = 0 (per key, the newest version's state);
+* ``keeps_consuming``: nothing published is left undelivered at the end, no
+  ``stopped-consuming`` anomaly, and the group's sampled lag is back at 0;
+* ``pel_drains``: ``pending_left`` = 0;
+* ``poison_handled``: only where the config declares a DLQ (``[worker] dlq_stream``):
+  nothing pending forever; else ``unknown``.
+
+A run the rig cannot vouch for grades every property ``unknown`` (the reason is the
+evidence); a consumer that crashed on start grades every property ``fail`` with its log tail.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+PROPERTIES = ("no_loss", "no_duplicate_side_effects", "final_state", "keeps_consuming", "pel_drains",
+              "poison_handled")
+PASS, FAIL, UNKNOWN = "pass", "fail", "unknown"
+CRASH_MARKS = ("exited before it connected", "did not connect to its Redis proxy")
+# Count -> the property an [expect] bound on it promises.
+PROMISES = {"lost": "no_loss", "duplicated_side_effects": "no_duplicate_side_effects",
+            "wrong_final_state_runs": "final_state", "wrong_keys": "final_state", "reordered": "final_state",
+            "undelivered": "keeps_consuming", "stalled_after_heal_s": "keeps_consuming",
+            "pending_left": "pel_drains", "dlq": "poison_handled"}
+
+
+@dataclass
+class Grade:
+    """One property of one cell."""
+
+    status: str
+    evidence: str
+    examples: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def crash_reason(cell: Any) -> str:
+    """The log tail of a consumer that never got going, or ''."""
+    for reason in cell.cell.unknown_reasons:
+        if any(mark in reason for mark in CRASH_MARKS):
+            return reason
+    return ""
+
+
+def _examples(cell: Any, *kinds: str) -> list[str]:
+    out: list[str] = []
+    for a in cell.cell.anomalies:
+        if a.kind in kinds and len(out) < 5:
+            ids = ", ".join(a.examples[:3])
+            out.append(f"run {a.run}: key {a.key}: {a.kind} x{a.count}" + (f" ({ids})" if ids else "")
+                       + (f" versions {a.versions}" if a.kind in ("reordered", "wrong-final-state") else ""))
+    return out
+
+
+def _zero(value: int, what: str, examples: list[str] = ()) -> Grade:
+    return Grade(PASS if value == 0 else FAIL, what, list(examples))
+
+
+def stalled_s(cell: Any) -> float | None:
+    """Seconds without consumer progress after the last heal (the run JSON's field), worst run."""
+    values = [getattr(r.counts, "stalled_after_heal_s", None) for r in cell.cell.runs]
+    values = [v for v in values if v is not None]
+    return max(values) if values else None
+
+
+def end_lag(samples: list[Any]) -> int | None:
+    """The group's lag plus PEL at the last sample Redis answered (None: no answer)."""
+    for s in reversed(samples or []):
+        if s.lag is not None and s.pending is not None:
+            return s.lag + s.pending
+    return None
+
+
+def grade(cell: Any, samples: list[Any] | None = None) -> dict[str, Grade]:
+    """Every property of ``cell`` (a chaos.blackbox.session.BlackBoxCell)."""
+    crashed = crash_reason(cell)
+    if crashed:
+        return {p: Grade(FAIL, "the consumer crashed on start: " + crashed) for p in PROPERTIES}
+    result, extra, cfg = cell.cell, cell.extra, cell.config
+    if result.verdict == "unknown" or not cell.runs:
+        why = "; ".join(r.splitlines()[0] for r in result.unknown_reasons) or "no run finished"
+        return {p: Grade(UNKNOWN, "the run cannot vouch for itself: " + why) for p in PROPERTIES}
+    c = result.counts
+    grades = {
+        "no_loss": _zero(c.lost, f"lost {c.lost} of {c.published} published "
+                                 f"(dropped {c.dropped}, indeterminate {c.indeterminate})", _examples(cell, "lost")),
+        "final_state": _zero(c.wrong_final_state_runs,
+                             f"wrong final state in {c.wrong_final_state_runs} of {result.run_count} runs "
+                             f"({c.wrong_keys} keys), reordered writes {c.reordered}",
+                             _examples(cell, "wrong-final-state", "reordered")),
+        "pel_drains": _zero(c.pending_left, f"pending left {c.pending_left}"),
+    }
+    if cfg.side_effects is None:
+        grades["no_duplicate_side_effects"] = Grade(UNKNOWN, "the config declares no [side_effects] table")
+    else:
+        grades["no_duplicate_side_effects"] = _zero(
+            extra.duplicated_side_effects, f"events with more than one side effect: {extra.duplicated_side_effects} "
+            f"(state writes duplicated: {c.duplicated})", _examples(cell, "duplicated"))
+    stopped = result.anomaly_counts.get("stopped-consuming", 0)
+    lag = end_lag(samples or [])
+    stall = stalled_s(cell)
+    text = (f"undelivered {c.undelivered}, stopped-consuming {stopped}"
+            + ("" if lag is None else f", lag + pending at the last sample {lag}")
+            + ("" if stall is None else f", no progress for {stall:g} s after the heal"))
+    grades["keeps_consuming"] = Grade(PASS if c.undelivered == 0 and not stopped else FAIL, text,
+                                      _examples(cell, "stopped-consuming"))
+    if cfg.worker.dlq_stream:
+        grades["poison_handled"] = Grade(PASS if c.pending_left == 0 else FAIL,
+                                         f"dlq {c.dlq}, pending left {c.pending_left}")
+    else:
+        grades["poison_handled"] = Grade(UNKNOWN, "the config declares no poison handling ([worker] dlq_stream)")
+    return {p: grades[p] for p in PROPERTIES}
+
+
+def promised(bounds: dict[str, Any]) -> list[str]:
+    """The properties the config's ``[expect]`` bounds speak for, in PROPERTIES order."""
+    named = {PROMISES[name] for name in bounds if name in PROMISES}
+    return [p for p in PROPERTIES if p in named]
+
+
+@dataclass(frozen=True)
+class Profile:
+    """A built-in strategy's known figures under faults, as properties it keeps and breaks."""
+
+    name: str
+    text: str
+    loses: bool
+    duplicates: bool
+    wrong: bool
+
+
+# The built-in presets' documented outcomes (docs/strategies.md, DESIGN.md's reference table).
+PROFILES = (
+    Profile("s5 + inbox (recommended)", "nothing lost, no duplicate, the newest version wins", False, False, False),
+    Profile("s1 + ack-after", "nothing lost, redelivered copies applied twice", False, True, False),
+    Profile("baseline (2 consumers, plain UPDATE)", "nothing lost, parallel consumers reorder a key's writes",
+            False, False, True),
+    Profile("baseline + ack-after", "nothing lost, redelivered copies applied twice and out of order",
+            False, True, True),
+    Profile("ack-on-receive", "acknowledged before the effect: a crash loses the batch", True, False, False),
+    Profile("ack-on-receive", "acknowledged before the effect: a crash loses the batch", True, True, False),
+    Profile("ack-on-receive + plain UPDATE in a group", "loses work and reorders a key's writes", True, False, True),
+    Profile("ack-on-receive + plain UPDATE in a group", "loses work, applies copies twice and reorders", True, True,
+            True),
+)
+
+
+def behaves_like(grades: dict[str, Grade], cell: Any) -> str:
+    """'like s1 + ack-after: nothing lost, redelivered copies applied twice', from the grades."""
+    if any(g.status == UNKNOWN for k, g in grades.items() if k in ("no_loss", "final_state")):
+        return "not judged: the run cannot vouch for itself"
+    if grades["no_loss"].evidence.startswith("the consumer crashed"):
+        return "not judged: the consumer crashed on start"
+    loses = grades["no_loss"].status == FAIL
+    dup = grades["no_duplicate_side_effects"].status == FAIL or cell.cell.counts.duplicated > 0
+    wrong = grades["final_state"].status == FAIL
+    profile = next(p for p in PROFILES if (p.loses, p.duplicates, p.wrong) == (loses, dup, wrong))
+    tail = [] if grades["keeps_consuming"].status != FAIL else ["and stops consuming"]
+    tail += [] if grades["pel_drains"].status != FAIL else ["and leaves entries pending"]
+    return f"like {profile.name}: {profile.text}" + (" " + ", ".join(tail) if tail else "")

@@ -1,0 +1,149 @@
+"""Which faults a scorecard runs, and with what parameters.
+
+The catalogue is the fault registry (faults/registry.py), not a list of its own: every
+registered fault that fits the topology and can act on a black-box worker (from outside:
+no failpoints, no dispatcher) is in it. ``CELLS`` is the one table of scorecard defaults:
+the parameters each fault runs with (one fault may give several cells, e.g. latency on
+the Redis link and on the PostgreSQL link) and the topology it needs. A fault the table
+does not name runs with its own defaults (or ``at=time``, for a fault that otherwise waits
+at a failpoint) on every topology.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from chaos.blackbox.config import WorkerConfig
+from chaos.blackbox.session import load_faults
+from chaos.errors import BadArguments
+from chaos.params import parse_spec
+
+TOPOLOGIES = ("replica", "sentinel")
+
+
+@dataclass(frozen=True)
+class CellDefault:
+    """A fault's scorecard cells and the topology they need ("any", "replica" or "sentinel")."""
+
+    specs: tuple[str, ...]
+    topology: str = "any"
+    skip: str = ""      # non-empty: never run on a black-box worker, and why
+
+
+# Times count from the first publish; the examples' 200-event burst is worked off in about
+# 1 s, so a fault at 200-500 ms meets a backlog. One row per fault, parameters only where
+# the fault's own default would miss a black-box worker.
+CELLS: dict[str, CellDefault] = {
+    "none": CellDefault(("none",)),
+    "kill-consumer": CellDefault(("kill-consumer:at_ms=500",)),
+    "sigterm": CellDefault(("sigterm:at_ms=500",)),
+    "pause": CellDefault(("pause:at_ms=200,duration_ms=1500",)),
+    "xautoclaim": CellDefault(("xautoclaim:at=time,at_ms=200",)),
+    "publish-blip": CellDefault(("publish-blip",)),
+    "pg-reset": CellDefault(("pg-reset:at=time,at_ms=300",)),
+    "latency": CellDefault(("latency:link=redis,target=consumer,at_ms=200,duration_ms=1000",
+                            "latency:link=postgres,target=consumer,at_ms=200,duration_ms=1000")),
+    "partition": CellDefault(("partition:link=redis,target=consumer,at_ms=200,duration_ms=1000",
+                              "partition:link=postgres,target=consumer,at_ms=200,duration_ms=1000")),
+    "promote-replica": CellDefault(("promote-replica:at_ms=200,hold_ms=300",), "replica"),
+    "replica-overflow": CellDefault(("replica-overflow",), "replica"),
+    "sentinel-failover": CellDefault(("sentinel-failover:at_ms=200", "sentinel-failover:mode=kill,at_ms=200"),
+                                     "sentinel"),
+    "redis-restart": CellDefault(("redis-restart",)),
+    "maxlen-trim": CellDefault(("maxlen-trim",)),
+    "maxmemory": CellDefault(("maxmemory",)),
+    "nemesis": CellDefault(("nemesis:duration_ms=3000",)),
+    "poison": CellDefault((), skip="acts through the built-in workers' failpoints; a black-box consumer has none"),
+    "kill-dispatcher": CellDefault((), skip="needs an outbox dispatcher; a black-box run has none"),
+}
+
+
+@dataclass(frozen=True)
+class PlannedCell:
+    """One column of the scorecard: a fault spec, or why the fault is left out."""
+
+    fault: str          # the registry name
+    spec: str           # what runs (``--fault`` syntax)
+    skipped: str = ""   # non-empty: why this fault is not run
+
+
+def _workers(config: WorkerConfig) -> list[str]:
+    return [f"C{i}" for i in range(1, config.worker.processes + 1)]
+
+
+def _fits(spec: str, config: WorkerConfig) -> str:
+    """'' when the spec can act on this black-box run, else the reason it cannot."""
+    try:
+        load_faults([spec], _workers(config))
+    except BadArguments as exc:
+        return str(exc)
+    return ""
+
+
+def _defaults(name: str, config: WorkerConfig) -> tuple[tuple[str, ...], str]:
+    """The specs a fault runs with when CELLS does not name it, and why none fits."""
+    first = _fits(name, config)
+    if not first:
+        return (name,), ""
+    if not _fits(f"{name}:at=time", config):
+        return (f"{name}:at=time",), ""
+    return (), first
+
+
+def catalogue(topology: str = "replica", config: WorkerConfig | None = None) -> list[PlannedCell]:
+    """Every registered fault, with its cells on ``topology`` or the reason it is left out."""
+    from faults.registry import fault_names
+
+    out: list[PlannedCell] = []
+    for name in fault_names():
+        row = CELLS.get(name)
+        if row is not None and row.skip:
+            out.append(PlannedCell(name, name, row.skip))
+            continue
+        if row is not None and row.topology not in ("any", topology):
+            out.append(PlannedCell(name, name, f"needs --topology {row.topology}"))
+            continue
+        if row is None and config is not None:
+            specs, why = _defaults(name, config)
+        else:
+            specs, why = (row.specs if row else (name,)), ""
+        if config is not None and not why:
+            why = next((w for w in (_fits(s, config) for s in specs) if w), "")
+        if why:
+            out.append(PlannedCell(name, name, why.split(". A black-box worker")[0]))
+            continue
+        out.extend(PlannedCell(name, spec) for spec in specs)
+    return out
+
+
+def plan(faults: str, topology: str, config: WorkerConfig) -> list[PlannedCell]:
+    """The cells to run for ``--faults`` ("all" or a comma list of names or specs); bad input
+    (an unknown fault, one that does not fit the topology or a black-box worker) is refused."""
+    if topology not in TOPOLOGIES:
+        raise BadArguments(f"--topology {topology!r}: give one of {', '.join(TOPOLOGIES)}")
+    whole = catalogue(topology, config)
+    if faults.strip() in ("", "all"):
+        return whole
+    chosen: list[PlannedCell] = []
+    for item in (f.strip() for f in faults.split(",")):
+        if not item:
+            continue
+        name, params = parse_spec(item, "--faults")
+        mine = [c for c in whole if c.fault == name]
+        if not mine:
+            from faults.registry import fault_class
+            fault_class(name)        # an unknown name lists the valid ones
+        skipped = next((c.skipped for c in mine if c.skipped), "")
+        if skipped:
+            raise BadArguments(f"--faults {item}: {name} does not fit this scorecard: {skipped}; "
+                               f"leave it out" + (" or add --topology sentinel" if "sentinel" in skipped else
+                                                  " or use --topology replica" if "replica" in skipped else ""))
+        if params:
+            why = _fits(item, config)
+            if why:
+                raise BadArguments(f"--faults {item}: {why}")
+            chosen.append(PlannedCell(name, item))
+        else:
+            chosen.extend(mine)
+    if not chosen:
+        raise BadArguments("--faults names no fault: give all or a comma list, e.g. --faults kill-consumer,pause")
+    return chosen

@@ -26,6 +26,7 @@ from chaos.proxy.client import ToxiproxyClient
 
 # The black-box fixture (`blackbox`) and marker (`@pytest.mark.blackbox(command=, config=)`).
 pytest_plugins = ["chaos.blackbox.pytest_api",
+                  "chaos.scorecard.pytest_api",   # @pytest.mark.scorecard, blackbox.scorecard(fault)
                   "chaos.pytest_server",      # --chaos-server redis|valkey
                   "chaos.pytest_allure",      # environment.properties, categories, --alluredir checks
                   "chaos.pytest_shard",       # --chaos-shard K/N and recorded durations (nightly CI)

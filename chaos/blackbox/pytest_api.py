@@ -88,4 +88,22 @@ def blackbox(request: pytest.FixtureRequest, cluster: Any, chaos_options: Any) -
             raise AssertionError("\n".join(mismatches))
         return cell
 
+    def scorecard(fault: str, *, command: str | list[str] | None = None, config: Any = None,
+                  runs: int | None = None) -> Any:
+        """One scorecard cell (chaos/scorecard/pytest_api.py, found as a plugin: no import cycle)."""
+        plugin = request.config.pluginmanager.get_plugin("chaos.scorecard.pytest_api")
+        command = command or defaults.get("command")
+        config = config or defaults.get("config")
+        if plugin is None or not command or config is None:
+            raise pytest.UsageError("blackbox.scorecard(): needs the chaos plugin and command= and config= "
+                                    "(or @pytest.mark.blackbox(command=..., config=...))")
+        cfg = _config(config, root)
+        cell = plugin.scorecard(request, cluster, command, cfg, str(config), fault,
+                                runs=getattr(chaos_options, "runs", None) or runs or 1,
+                                seed=_option(chaos_options, "seed", 0),
+                                time_scale=_option(chaos_options, "time_scale", 1.0), fresh=first[0], cwd=root)
+        first[0] = False
+        return cell
+
+    run.scorecard = scorecard
     return run

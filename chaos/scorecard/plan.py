@@ -66,11 +66,12 @@ class PlannedCell:
     skipped: str = ""   # non-empty: why this fault is not run
 
 
-def _workers(config: WorkerConfig) -> list[str]:
-    return [f"C{i}" for i in range(1, config.worker.processes + 1)]
+def _workers(config: WorkerConfig | None) -> list[str]:
+    processes = config.worker.processes if config is not None else 2
+    return [f"C{i}" for i in range(1, processes + 1)]
 
 
-def _fits(spec: str, config: WorkerConfig) -> str:
+def _fits(spec: str, config: WorkerConfig | None) -> str:
     """'' when the spec can act on this black-box run, else the reason it cannot."""
     try:
         load_faults([spec], _workers(config))
@@ -79,7 +80,7 @@ def _fits(spec: str, config: WorkerConfig) -> str:
     return ""
 
 
-def _defaults(name: str, config: WorkerConfig) -> tuple[tuple[str, ...], str]:
+def _defaults(name: str, config: WorkerConfig | None) -> tuple[tuple[str, ...], str]:
     """The specs a fault runs with when CELLS does not name it, and why none fits."""
     first = _fits(name, config)
     if not first:
@@ -90,7 +91,8 @@ def _defaults(name: str, config: WorkerConfig) -> tuple[tuple[str, ...], str]:
 
 
 def catalogue(topology: str = "replica", config: WorkerConfig | None = None) -> list[PlannedCell]:
-    """Every registered fault, with its cells on ``topology`` or the reason it is left out."""
+    """Every registered fault, with its cells on ``topology`` or the reason it is left out
+    (checked against ``config``'s worker count; without one, two workers)."""
     from faults.registry import fault_names
 
     out: list[PlannedCell] = []
@@ -102,11 +104,11 @@ def catalogue(topology: str = "replica", config: WorkerConfig | None = None) -> 
         if row is not None and row.topology not in ("any", topology):
             out.append(PlannedCell(name, name, f"needs --topology {row.topology}"))
             continue
-        if row is None and config is not None:
+        if row is None:
             specs, why = _defaults(name, config)
         else:
-            specs, why = (row.specs if row else (name,)), ""
-        if config is not None and not why:
+            specs, why = row.specs, ""
+        if not why:
             why = next((w for w in (_fits(s, config) for s in specs) if w), "")
         if why:
             out.append(PlannedCell(name, name, why.split(". A black-box worker")[0]))

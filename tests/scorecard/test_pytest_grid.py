@@ -1,0 +1,58 @@
+"""The scorecard in pytest: one test per fault through the `blackbox` fixture, on real
+example consumers. The same property (no_loss under a kill) fails for the ack-first
+consumer and passes for its compare-and-set twin."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def small(example: str) -> dict:
+    """The example's worker config on 40 keys (80 events), as the fixture's dict form."""
+    import tomllib
+    raw = tomllib.loads((ROOT / f"examples/{example}.toml").read_text())
+    raw["worker"]["schema"] = str(ROOT / "examples" / raw["worker"]["schema"])
+    raw["workload"]["keys"] = 40
+    return raw
+
+
+@pytest.mark.blackbox(command="python -m examples.redis_py_cas", config=small("redis_py_cas"))
+@pytest.mark.scorecard(faults="kill-consumer:at_ms=300")
+def test_cas_consumer_grid(blackbox, scorecard_fault):
+    cell = blackbox.scorecard(scorecard_fault)
+    assert cell.fault == "kill-consumer:at_ms=300"
+    assert {k: g.status for k, g in cell.grades.items()} == {
+        "no_loss": "pass", "no_duplicate_side_effects": "pass", "final_state": "pass", "keeps_consuming": "pass",
+        "pel_drains": "pass", "poison_handled": "unknown"}, cell.grades
+    assert any(op["f"] == "fault" for op in cell.cell.runs[0].history)       # the kill happened
+    assert len([s for s in cell.samples[0] if s.length is not None]) > 5      # Redis was sampled during the run
+    assert cell.like.startswith("like s5 + inbox")
+
+
+@pytest.mark.blackbox(command="python -m examples.redis_py_ack_first", config=small("redis_py_ack_first"))
+def test_ack_first_consumer_fails_no_loss_in_its_scorecard_test(blackbox):
+    with pytest.raises(AssertionError) as failed:
+        blackbox.scorecard("kill-consumer:at_ms=300")
+    text = str(failed.value)
+    assert "no_loss: lost" in text and "no_loss fail" in text, text
+    assert "python -m chaos run --worker-cmd 'python -m examples.redis_py_ack_first'" in text
+
+
+def test_the_marker_parametrizes_one_test_per_catalogue_cell(tmp_path):
+    (tmp_path / "test_grid.py").write_text(
+        "import pytest\n\n@pytest.mark.scorecard\ndef test_grid(scorecard_fault):\n    pass\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    done = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "chaos.plugin",
+                           "-p", "no:cacheprovider", "test_grid.py"], cwd=tmp_path, env=env, text=True,
+                          capture_output=True, timeout=120)
+    from chaos.scorecard.plan import catalogue
+    specs = [c.spec for c in catalogue("replica") if not c.skipped]
+    collected = [line for line in done.stdout.splitlines() if "::test_grid[" in line]
+    assert len(collected) == len(specs) > 10, done.stdout + done.stderr
+    assert "test_grid.py::test_grid[kill-consumer:at_ms=500]" in collected

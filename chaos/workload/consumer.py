@@ -11,11 +11,18 @@ next read (at most UNCONFIRMED_ACKS owed), and each entry's ack op is written th
 XACK is confirmed; that round trip per entry was most of a cost-0 consumer's CPU and Redis's. In drain mode (SIGUSR1), or all along with claim=always,
 it first runs XAUTOCLAIM with the min-idle time (`via: claim`). A broken link is
 logged and retried; the process only ends on SIGTERM.
+
+In the drain a consumer never takes work from another live consumer's hands: each one
+keeps the entries it holds (the rest of its read batch or of its claimed page) from going
+idle, re-claiming them to itself with `XCLAIM .. 0 .. JUSTID` (no delivery counted) at
+least every quarter of the min-idle time (`keep_held`). So only entries whose holder is
+gone (dead, or stopped by a fault) or that nobody holds (a lost XACK) reach the min-idle
+time, and only those are claimed.
 """
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, Callable
 
 import redis
 
@@ -49,6 +56,7 @@ class GroupReader:
         self.ack = AckPolicy(**spec["ack"]["params"])
         self.r = env.redis()
         self.last_claim = 0.0
+        self.last_keep = 0.0
 
     def claim_due(self) -> bool:
         mode = self.env.spec.get("claim", "drain")
@@ -82,11 +90,27 @@ class GroupReader:
                     break
                 cursor = nxt
 
-    def read_new(self):
-        """One XREADGROUP > round: a list of (stream, [(entry_id, fields)])."""
-        block = max(1, round(self.env.scaled_ms(self.env.spec["block_ms"])))
+    def read_new(self, block: bool = True):
+        """One XREADGROUP > round: a list of (stream, [(entry_id, fields)]); without `block`, no BLOCK."""
+        wait = max(1, round(self.env.scaled_ms(self.env.spec["block_ms"]))) if block else None
         return self.r.xreadgroup(self.group, self.consumer, {s: ">" for s in self.streams},
-                                 count=self.count, block=block, noack=self.ack.uses_noack) or []
+                                 count=self.count, block=wait, noack=self.ack.uses_noack) or []
+
+    def keep_held(self, held: Callable[[], list[tuple[str, str]]]) -> None:
+        """In the drain: the (stream, entry_id)s this consumer holds are made not idle again
+        (XCLAIM to itself, min-idle 0, JUSTID: no delivery counted), every quarter of the
+        min-idle time at most, so another consumer's XAUTOCLAIM cannot take them."""
+        if not self.env.draining:
+            return
+        now = time.monotonic()
+        if now - self.last_keep < self.env.seconds(self.env.spec["claim_idle_ms"]) / 4:
+            return
+        self.last_keep = now
+        by_stream: dict[str, list[str]] = {}
+        for stream, entry_id in held():
+            by_stream.setdefault(stream, []).append(entry_id)
+        for stream, ids in by_stream.items():
+            self.r.xclaim(stream, self.group, self.consumer, 0, ids, justid=True)
 
     def read_now_command(self) -> tuple[Any, ...]:
         """The same read without BLOCK, as a raw command (sent after the acks it carries)."""
@@ -100,6 +124,16 @@ class GroupReader:
         except Exception:  # noqa: BLE001
             pass
         self.env.sleep_ms(50)
+
+
+def _rest(resp: list, stream: str, index: int) -> list[tuple[str, str]]:
+    """The (stream, entry_id)s of a read from `stream`'s `index`-th entry on (still in hand)."""
+    held, seen = [], False
+    for name, entries in resp:
+        seen = seen or name == stream
+        if seen:
+            held += [(name, entry_id) for entry_id, _ in (entries[index:] if name == stream else entries)]
+    return held
 
 
 def main(env: WorkerEnv) -> int:
@@ -127,7 +161,9 @@ def main(env: WorkerEnv) -> int:
                 started = True
             if reader.claim_due():
                 runner.flush_acks(r)
-                for item in reader.claimed():
+                page = list(reader.claimed())   # (its XAUTOCLAIM pages: in hand from here on)
+                for index, item in enumerate(page):
+                    reader.keep_held(lambda: [(s, e) for s, e, *_ in page[index:]])
                     runner.handle(r, *item)
                     if env.stopping:
                         break
@@ -137,6 +173,7 @@ def main(env: WorkerEnv) -> int:
                 for index, (entry_id, fields) in enumerate(entries):
                     if env.stopping:
                         break
+                    reader.keep_held(lambda: _rest(resp, stream, index))
                     if index and "mid_batch" in armed:
                         env.failpoints.hit("mid_batch", None, entry_id=entry_id)
                     left -= 1

@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 NAMES = ("after_read", "mid_batch", "after_apply_before_ack", "before_apply", "before_lock",
-         "before_commit", "after_commit", "after_xadd_before_mark", "before_publish", "after_publish_fail")
+         "before_commit", "after_commit", "after_xadd_before_mark", "before_publish", "after_publish_fail",
+         "before_ack")   # before_ack: the S3 acker, a worker's entry done, its XACK not yet sent
 ACTIONS = ("kill", "pause", "signal", "fail")
 NO_FAIL = {"after_commit": "the effect has committed"}   # places where nothing is left to fail
 SELECTORS = ("etype", "key", "event_id")

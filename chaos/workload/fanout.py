@@ -5,6 +5,14 @@ worker per bucket (each with PR_SET_PDEATHSIG, so they die with it) and talks to
 over pipes: a job line to worker crc32(key) % n, a done line back. A separate acker
 thread XACKs an entry only when its worker reported it done, so a killed reader leaves
 every unfinished entry (queued or in work) in its PEL for the next reader.
+
+An entry stays in flight until its XACK's reply (or its dead-lettering) came back, and one
+acked during a claim round is remembered until the next round: an XAUTOCLAIM page that
+still lists it (claimed before the XACK landed) never sends it to a worker again. While
+anything is in flight the reader does not block in XREADGROUP (it reads without BLOCK and
+waits for the acker), so a reader seen blocked there owes nothing: idle means nothing owed.
+In the drain it keeps the entries in flight from going idle (GroupReader.keep_held), so
+no other consumer's XAUTOCLAIM takes them from its hands.
 """
 from __future__ import annotations
 
@@ -73,13 +81,62 @@ def _fork_workers(spec: dict[str, Any]) -> tuple[list[Any], list[int], list[int]
     return pipes_out, done_fds, pids
 
 
+class InFlight:
+    """The entries sent to a worker and not yet acked (or dead-lettered), shared by the reader
+    and the acker; `finished` holds those put down since the current claim round began."""
+
+    def __init__(self) -> None:
+        self.entries: dict[str, tuple[str, Event, int]] = {}
+        self.finished: set[str] = set()
+        self.changed = threading.Condition()
+
+    def add(self, entry_id: str, item: tuple[str, Event, int]) -> None:
+        with self.changed:
+            self.entries[entry_id] = item
+            self.finished.discard(entry_id)
+
+    def get(self, entry_id: str) -> tuple[str, Event, int]:
+        with self.changed:
+            return self.entries[entry_id]
+
+    def put_down(self, entry_id: str) -> None:
+        """Its XACK was answered (or it was dead-lettered, or failed and stays pending)."""
+        with self.changed:
+            self.entries.pop(entry_id, None)
+            self.finished.add(entry_id)
+            self.changed.notify_all()
+
+    def known(self, entry_id: str) -> bool:
+        """In flight, or put down during this claim round: a claimed copy is not handled again."""
+        with self.changed:
+            return entry_id in self.entries or entry_id in self.finished
+
+    def new_claim_round(self) -> None:
+        """Called before an XAUTOCLAIM is sent: an entry acked before it cannot be in its reply."""
+        with self.changed:
+            self.finished.clear()
+
+    def owed(self) -> bool:
+        with self.changed:
+            return bool(self.entries)
+
+    def held(self) -> list[tuple[str, str]]:
+        with self.changed:
+            return [(stream, entry_id) for entry_id, (stream, _, _) in self.entries.items()]
+
+    def wait(self, timeout: float) -> None:
+        """Until the acker puts an entry down (or `timeout` seconds)."""
+        with self.changed:
+            if self.entries:
+                self.changed.wait(timeout)
+
+
 class Acker(threading.Thread):
     """XACKs (or dead-letters) entries as their workers report them done."""
 
-    def __init__(self, env: WorkerEnv, runner: JobRunner, done_fds: list[int], inflight: dict,
-                 lock: threading.Lock) -> None:
+    def __init__(self, env: WorkerEnv, runner: JobRunner, done_fds: list[int], inflight: InFlight) -> None:
         super().__init__(name="acker", daemon=True)
-        self.env, self.runner, self.inflight, self.lock = env, runner, inflight, lock
+        self.env, self.runner, self.inflight = env, runner, inflight
         self.r = spec_client(env.spec, decode_responses=True, protocol=2)   # through Sentinel in that topology
         # Raw fds, each with its own buffer: a buffered reader would pull several lines off the
         # pipe at once and hand out one per wake-up, leaving the rest unacked until more came.
@@ -108,8 +165,9 @@ class Acker(threading.Thread):
     def done(self, line: str) -> None:
         """One worker's `entry_id status` line: XACK (or dead-letter) that entry."""
         entry_id, status = line.split()
-        with self.lock:
-            stream, ev, count = self.inflight.pop(entry_id)
+        stream, ev, count = self.inflight.get(entry_id)   # in flight until the XACK's reply
+        if "before_ack" in self.env.failpoints.armed:
+            self.env.failpoints.hit("before_ack", **ev.op_fields())
         while True:
             try:
                 self.runner.finish(self.r, stream, entry_id, ev, status, count)
@@ -117,6 +175,7 @@ class Acker(threading.Thread):
             except LINK_ERRORS as exc:
                 self.env.op("info", "log", value={"acker": "link broken", "error": str(exc)})
                 self.env.sleep_ms(50)
+        self.inflight.put_down(entry_id)
 
 
 def main(env: WorkerEnv) -> int:
@@ -124,24 +183,22 @@ def main(env: WorkerEnv) -> int:
     pipes, done_fds, pids = _fork_workers(spec)
     reader = GroupReader(env)
     runner = JobRunner(env, None, reader.ack, reader.group)
-    inflight: dict[str, tuple[str, Event, int]] = {}
-    lock = threading.Lock()
-    acker = Acker(env, runner, done_fds, inflight, lock)
+    inflight = InFlight()
+    acker = Acker(env, runner, done_fds, inflight)
     acker.start()
     r, n = reader.r, len(pipes)
+    block_s = env.seconds(spec["block_ms"])
 
     def dispatch(stream: str, entry_id: str, fields: dict | None, via: str, count: int) -> None:
-        with lock:
-            if entry_id in inflight:
-                return  # claimed back from ourselves: it is queued or in work already
+        if inflight.known(entry_id):
+            return  # claimed back from ourselves: queued, in work, or acked since the claim was sent
         ev = runner.deliver(r, stream, entry_id, fields, via, count)
         if ev is None:
             return
         if reader.ack.max_attempts and count > reader.ack.max_attempts:
             runner.dead_letter(r, stream, entry_id, ev, count)
             return
-        with lock:
-            inflight[entry_id] = (stream, ev, count)
+        inflight.add(entry_id, (stream, ev, count))
         pipes[shard_of(ev.key, n)].write(json.dumps({"entry_id": entry_id, "event": ev.to_dict()}) + "\n")
 
     started = False
@@ -151,10 +208,16 @@ def main(env: WorkerEnv) -> int:
                 for item in reader.own_pending():
                     dispatch(*item)
                 started = True
+            reader.keep_held(inflight.held)
             if reader.claim_due():
+                inflight.new_claim_round()
                 for item in reader.claimed():
                     dispatch(*item)
-            for stream, entries in reader.read_new():
+            owed = inflight.owed()   # only the reader adds entries: none can appear during a blocking read
+            resp = reader.read_new(block=not owed)
+            if owed and not resp:
+                inflight.wait(block_s)
+            for stream, entries in resp:
                 for entry_id, fields in entries:
                     dispatch(stream, entry_id, fields, "read", 1)
         except LINK_ERRORS as exc:

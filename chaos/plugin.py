@@ -20,6 +20,8 @@ import psycopg
 import pytest
 import redis
 
+from chaos import extensions
+from chaos.errors import BadArguments
 from chaos.cluster import BACKENDS, Cluster, ClusterError, WorkerLinks, check_backend, start_cluster
 from chaos.cluster.health import rig_problems
 from chaos.proxy.client import ToxiproxyClient
@@ -72,7 +74,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     try:
         backend = check_backend(config.getoption("chaos_backend"))
-    except ClusterError as exc:
+        extensions.load_plugins()   # $CHAOS_PLUGINS: a team's faults, guards, presets (chaos/extensions.py)
+    except (ClusterError, BadArguments) as exc:
         raise pytest.UsageError(str(exc)) from None
     runs = config.getoption("chaos_runs")
     if runs is not None and runs < 1:

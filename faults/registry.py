@@ -1,8 +1,11 @@
-"""The fault registry: one line per fault, name -> "module:Class" (imported on use)."""
+"""The fault registry: one line per fault, name -> "module:Class" (imported on use); a team's
+own faults come in through entry points (`redis_streams_chaos.faults`) or
+`chaos.extensions.register("faults", name, cls)`."""
 from __future__ import annotations
 
 import importlib
 
+from chaos import extensions
 from chaos.errors import BadArguments
 from chaos.params import parse_spec
 from faults.interface import Fault
@@ -27,6 +30,7 @@ FAULTS: dict[str, str] = {
     "replica-overflow": "faults.replica_overflow:ReplicaOverflow",
     "sentinel-failover": "faults.sentinel_failover:SentinelFailover",
 }
+extensions.attach("faults", FAULTS)
 
 
 def fault_class(name: str) -> type[Fault]:

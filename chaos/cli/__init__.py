@@ -17,6 +17,7 @@ import sys
 from chaos.errors import (  # noqa: F401 - re-exported for the command modules
     EXIT_BAD_ARGS, EXIT_INTERNAL, EXIT_MISMATCH, EXIT_OK, EXIT_UNKNOWN, BadArguments)
 
+from chaos import extensions
 from chaos.cli import failures
 
 # One line per sub-command module (chaos/cli/<module>.py).
@@ -75,6 +76,10 @@ def _check_topology_options(args: argparse.Namespace) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    try:
+        extensions.load_plugins()   # $CHAOS_PLUGINS: a team's faults, guards, presets (chaos/extensions.py)
+    except BadArguments as exc:
+        return failures.bad_input(exc)
     parser = build_parser()
     if not (sys.argv[1:] if argv is None else argv):
         parser.print_help()

@@ -7,8 +7,12 @@ the slot as prefix (`delivery.count=500`, `workload.cost_ms=0`).
 """
 from __future__ import annotations
 
+from collections import ChainMap
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
+
+from chaos import extensions
 
 from chaos.errors import BadArguments
 from chaos.params import parse_spec
@@ -91,8 +95,11 @@ PRESETS: dict[str, Preset] = {p.name: p for p in [
                  "residual reorder (redelivery, failover, resharding) harmless; the inbox drops resends."),
 ]}
 
-_REGISTRIES: dict[str, dict[str, type[Part]]] = {
-    "producer": {**PRODUCERS, **OUTBOX_PRODUCERS}, "delivery": DELIVERIES, "guard": GUARDS, "workload": WORKLOADS,
+extensions.attach("presets", PRESETS)
+
+# (a ChainMap: a producer registered later, chaos/extensions.py, is seen here too)
+_REGISTRIES: dict[str, Mapping[str, type[Part]]] = {
+    "producer": ChainMap(PRODUCERS, OUTBOX_PRODUCERS), "delivery": DELIVERIES, "guard": GUARDS, "workload": WORKLOADS,
 }
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import ClassVar
 
+from chaos import extensions
 from chaos.params import Param
 from chaos.strategies.part import Part
 from chaos.strategies.plan import PRODUCER, ProcessPlan
@@ -70,3 +71,4 @@ PRODUCERS: dict[str, type[Producer]] = {
     "retrying": Retrying,
     "direct": Direct,
 }
+extensions.attach("producers", PRODUCERS)

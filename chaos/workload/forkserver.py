@@ -8,7 +8,8 @@ the server has the same towards the thread that started it, and on EOF on its st
 the orchestrator. multiprocessing's forkserver was not used because its children
 re-import the parent's __main__ (under pytest that is all of pytest, ~150 ms each).
 
-Protocol (JSON lines): request `{"id", "spec", "log"}` -> reply `{"id", "pid"}` or
+Protocol (JSON lines): request `{"id", "spec", "log"}` (and `"extensions"`: the guards,
+faults, ... registered in the client process, made again in the child: chaos/extensions.py) -> reply `{"id", "pid"}` or
 `{"id", "error"}`; whenever a child ends: `{"exit": pid, "code": n}` (n < 0: signal).
 A large spec (a producer's 10^5 events are about 15 MB) is written to a file next to the
 worker's log and the request carries `spec_file` instead: the child reads it after the
@@ -26,6 +27,8 @@ import threading
 import traceback
 from pathlib import Path
 from typing import Any
+
+from chaos import extensions
 
 try:  # about 10x faster than json on a producer's spec
     import orjson as _orjson
@@ -84,6 +87,9 @@ def _child(request: dict[str, Any], log: str, server: int, server_fds: list[int]
         sys.stdout = open(1, "w", buffering=1, closefd=False)
         sys.stderr = open(2, "w", buffering=1, closefd=False)
         spec = request["spec"] if "spec" in request else _load_spec(request["spec_file"])
+        if request.get("extensions"):
+            from chaos import extensions as registered
+            registered.replay(request["extensions"])
         code = int(run(spec) or 0)
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else 1
@@ -282,6 +288,7 @@ class ForkServer:
 
     def spawn(self, spec: dict[str, Any], log: Path, timeout: float = 10.0) -> Child:
         encoded = _dumps(spec)
+        registered = extensions.records()   # guards, faults, ... registered here: the child makes them too
         with self._lock:
             self._next += 1
             rid = self._next
@@ -289,9 +296,11 @@ class ForkServer:
                 spec_file = Path(log).with_name(f"{Path(log).stem}.{rid}.spec.json")
                 spec_file.parent.mkdir(parents=True, exist_ok=True)
                 spec_file.write_bytes(encoded)
-                request = _dumps({"id": rid, "spec_file": str(spec_file), "log": str(log)})
+                head = {"id": rid, "spec_file": str(spec_file), "log": str(log)}
+                request = _dumps({**head, "extensions": registered} if registered else head)
             else:
-                request = b'{"id":%d,"log":%s,"spec":%s}' % (rid, _dumps(str(log)), encoded)
+                more = b',"extensions":%s' % _dumps(registered) if registered else b""
+                request = b'{"id":%d,"log":%s%s,"spec":%s}' % (rid, _dumps(str(log)), more, encoded)
             self._proc.stdin.write(request + b"\n")
             self._proc.stdin.flush()
             if not self._reply_ready.wait_for(lambda: rid in self._replies or not self.alive(), timeout):

@@ -1,4 +1,5 @@
-"""Delivery parts; a new one is one module plus one line here."""
+"""Delivery parts; a new one is one module plus one line here (or an extension: chaos/extensions.py)."""
+from chaos import extensions
 from chaos.strategies.delivery.base import GROUP, STREAM, Delivery
 from chaos.strategies.delivery.fanout import Fanout
 from chaos.strategies.delivery.group import Group, Single
@@ -10,5 +11,6 @@ DELIVERIES: dict[str, type[Delivery]] = {
     "sharded": Sharded,
     "fanout": Fanout,
 }
+extensions.attach("deliveries", DELIVERIES)
 
 __all__ = ["DELIVERIES", "Delivery", "GROUP", "STREAM"]

@@ -1,4 +1,6 @@
-"""Guards (the write side of a strategy); a new one is one module plus one line here."""
+"""Guards (the write side of a strategy); a new one is one module plus one line here (or an
+entry point in `redis_streams_chaos.guards`, or `chaos.extensions.register`)."""
+from chaos import extensions
 from chaos.strategies.guards.base import Guard, Outcome
 from chaos.strategies.guards.cas import Cas
 from chaos.strategies.guards.inbox import Inbox
@@ -19,5 +21,6 @@ GUARDS: dict[str, type[Guard]] = {
     "state-carried": StateCarried,
     "noop": Noop,
 }
+extensions.attach("guards", GUARDS)
 
 __all__ = ["GUARDS", "Guard", "Outcome"]

@@ -1,0 +1,90 @@
+"""A team's guard and fault from an installed package's entry points (groups
+`redis_streams_chaos.guards` and `.faults`), outside the checkout: `python -m chaos run`
+finds them, and the guard runs in the consumer processes.
+
+The package is laid out as pip installs it (the module and its `.dist-info` with
+`entry_points.txt`) in a temporary site dir on PYTHONPATH; writing it directly keeps the
+test off the network that `pip install` of a source tree needs for its build backend."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+MODULE = '''
+from chaos.params import Param
+from chaos.strategies.guards.base import APPLIED, Guard, Outcome
+from faults.window import WindowFault
+
+
+class SkipGuard(Guard):
+    """Says applied, writes nothing: the final state shows that it, not plain, ran."""
+    name = "team-skip"
+    summary = "says applied, writes nothing"
+    params = ()
+
+    def apply(self, ev, entry_id, work):
+        work()
+        return Outcome(1, APPLIED, {"status": ev.etype})
+
+
+class Nudge(WindowFault):
+    name = "team-nudge"
+    description = "records a window, does nothing else"
+    params = (Param("at_ms", 50, "when"), Param("duration_ms", 100, "how long"))
+
+    def start(self, ctx):
+        return {"nudged": True}
+
+    def stop(self, ctx):
+        return []
+'''
+
+ENTRY_POINTS = """[redis_streams_chaos.guards]
+team-skip = team_chaos:SkipGuard
+
+[redis_streams_chaos.faults]
+team-nudge = team_chaos:Nudge
+"""
+
+
+def _install(site: Path) -> None:
+    (site / "team_chaos").mkdir(parents=True)
+    (site / "team_chaos" / "__init__.py").write_text(MODULE)
+    info = site / "team_chaos-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: team-chaos\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text(ENTRY_POINTS)
+    (info / "RECORD").write_text("")
+
+
+def _chaos(site: Path, *args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), str(ROOT)])}
+    return subprocess.run([sys.executable, "-m", "chaos", *args], capture_output=True, text=True, env=env,
+                          cwd=site, timeout=300)
+
+
+def test_an_installed_packages_guard_and_fault_run_in_a_real_cell(tmp_path):
+    site = tmp_path / "site"
+    _install(site)
+    done = _chaos(site, "run", "--preset", "s1", "--part", "guard=team-skip", "--fault", "team-nudge",
+                  "--runs", "1", "--time-scale", "0.3", "--run-dir", str(tmp_path / "runs"), "--json")
+    assert done.returncode == 0, done.stderr[-2000:]
+    out = json.loads(done.stdout)
+    assert out["fault"] == "team-nudge" and out["handled"] == 2
+    # plain s1 is valid; the team's guard writes nothing, so the consumers ran it
+    assert (out["verdict"], out["wrong_final_state_runs"]) == ("invalid", 1), out
+
+
+def test_an_entry_point_reusing_a_built_in_name_is_refused_naming_it(tmp_path):
+    site = tmp_path / "site"
+    _install(site)
+    info = site / "team_chaos-0.1.dist-info" / "entry_points.txt"
+    info.write_text("[redis_streams_chaos.guards]\ncas = team_chaos:SkipGuard\n")
+    done = _chaos(site, "list")
+    assert done.returncode == 254, (done.returncode, done.stderr[-500:])
+    assert "entry point cas = team_chaos:SkipGuard" in done.stderr and "rename it" in done.stderr

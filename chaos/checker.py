@@ -38,6 +38,7 @@ _SEQ = itemgetter(3)    # ... and its key's commit-ordered write number, when th
 # a wrong-final-state anomaly of an unsettled key is not.
 LOST, REORDERED, WRONG_FINAL_STATE, UNEXPECTED = "lost", "reordered", "wrong-final-state", "unexpected"
 DUPLICATED, PROJECTION_DRIFT = "duplicated", "projection-drift"
+UNHELD_EFFECT = "unheld-effect"  # an effect the workers claim that the projection does not hold
 UNSETTLED_NOTE = "; its highest event is still pending, undelivered or in the DLQ (unsettled: not a violation)"
 
 
@@ -103,6 +104,8 @@ class Counts:
     retries: int = 0
     releases_failed: int = 0
     projection_drift: int = 0
+    negative_drift: int = 0
+    unattempted: int = 0
 
     def __add__(self, other: Counts) -> Counts:
         return Counts(**{f.name: getattr(self, f.name) + getattr(other, f.name) for f in fields(self)})
@@ -366,6 +369,7 @@ class _RunScan:
         self.first_fault_at: float | None = None
         self.retries = 0
         self.releases_failed = 0
+        self.unprojected: set[str | None] = set()  # keys whose writes say they bump no projection
 
     def scan(self, history: Iterable[dict]) -> None:
         try:
@@ -457,12 +461,14 @@ class _RunScan:
         ev.applied += 1
         key = op.get("key")
         key = ev.key if key is None else str(key)
+        value = op.get("value")
+        if value.__class__ is dict and value.get("projection") is False:
+            self.unprojected.add(key)  # a guard that writes no projection (noop): nothing to hold
         if key is not None:
             # where the write stands in its key's commit order: `value.seq` (the row's write
             # sequence number, bumped and returned by the write itself) when the guard gives it;
             # and when it took effect: `value.locked_at` (taken while the row lock was held,
             # before COMMIT) when the guard gives it, else the op's time (written after COMMIT)
-            value = op.get("value")
             order = op["time"]
             seq = None
             if value.__class__ is dict:
@@ -542,17 +548,19 @@ class _Anomalies:
 
 def check_run(history: list[dict], final: FinalState, *, run: int = 0,
               unknown_reasons: Iterable[str] = (), seed: int | None = None,
-              rig_failures: Iterable[str] = ()) -> RunResult:
+              rig_failures: Iterable[str] = (), explained: Iterable[str] = ()) -> RunResult:
     """Counts, anomalies and verdict of one run (pure: no I/O).
 
     `rig_failures` (the framework's own parts that failed) make the verdict unknown even
     where the counts show a violation: what the rig broke is no evidence against a strategy.
+    `explained` names the counts the run's faults explain (`unattempted`: a killed producer);
+    an unexplained `unattempted` is an unknown reason (the run did not do what it planned).
     """
     if not isinstance(final, FinalState):
         raise TypeError(f"check_run needs a chaos.checker.FinalState, got {type(final).__name__}; "
                         "build it with FinalState(rows=..., pending=..., ...)")
     with paused_gc():
-        result = _check_run(history, final, run, list(unknown_reasons), seed)
+        result = _check_run(history, final, run, list(unknown_reasons), seed, frozenset(explained))
     rig = list(rig_failures)
     if rig:
         result.rig_failures = rig
@@ -562,7 +570,7 @@ def check_run(history: list[dict], final: FinalState, *, run: int = 0,
 
 
 def _check_run(history: list[dict], final: FinalState, run: int, reasons: list[str],
-               seed: int | None) -> RunResult:
+               seed: int | None, explained: frozenset[str]) -> RunResult:
     scan = _RunScan()
     scan.scan(history)
     scan.close_dangling()
@@ -581,7 +589,10 @@ def _check_run(history: list[dict], final: FinalState, run: int, reasons: list[s
     final_state = {str(k): {"status": row.get("status"), "version": row.get("version")}
                    for k, row in final.rows.items()}
     _check_final_state(published_by_key, final_state, scan, redis_ids, counts, anomalies)
-    _check_projection(final.projection, scan.events, counts, anomalies)
+    _check_projection(final.projection, scan, counts, anomalies)
+    if counts.unattempted and "unattempted" not in explained:
+        reasons.append(f"{counts.unattempted} intended events were never attempted (no publish, no outbox "
+                       "row, no delivery): the run did not do what it planned and no fault explains it")
     if violations(counts):
         verdict = INVALID
     elif reasons:
@@ -596,7 +607,8 @@ def _check_run(history: list[dict], final: FinalState, run: int, reasons: list[s
 def violations(counts: Counts) -> dict[str, int]:
     """The safety counts above zero that make a run invalid (docs/checker.md, Verdict)."""
     found = {"lost": counts.lost, "reordered": counts.reordered, "unexpected": counts.unexpected,
-             "settled_wrong_keys": counts.wrong_keys - counts.unsettled_keys}
+             "settled_wrong_keys": counts.wrong_keys - counts.unsettled_keys,
+             "negative_drift": counts.negative_drift}
     return {name: n for name, n in found.items() if n > 0}
 
 
@@ -613,7 +625,8 @@ def _absorb_final(events: dict[str, _Event], final: FinalState) -> dict[str, set
         if row.get("event_id") is not None:
             events[row["event_id"]].learn(row)
     ids = {"stream": _ids(final.stream_entries), "pending": _ids(final.pending),
-           "undelivered": _ids(final.undelivered), "outbox": _ids(final.outbox)}
+           "undelivered": _ids(final.undelivered), "outbox": _ids(final.outbox),
+           "intended": _ids(final.events)}
     for eid in _ids(final.dlq):
         events[eid].dlq = True
     return ids
@@ -702,6 +715,7 @@ def _count_events(scan: _RunScan, ids: dict[str, set[str]], counts: Counts,
                                                        UNEXPECTED: defaultdict(list)}
     waiting = ids["pending"] | ids["undelivered"]
     in_redis = ids["stream"] | waiting
+    published_indeterminate = 0
     for eid, ev in scan.events.items():
         handled = ev.handled_at is not None
         seen = ev.deliveries > 0 or handled or ev.dlq or eid in in_redis
@@ -727,6 +741,7 @@ def _count_events(scan: _RunScan, ids: dict[str, set[str]], counts: Counts,
             if not handled and not ev.dlq and eid not in waiting:
                 if ev.unknown is not None and ev.unknown.indeterminate:
                     counts.indeterminate += 1  # an apply of unknown outcome may have handled it
+                    published_indeterminate += 1
                 else:
                     counts.lost += 1
                     by_kind[LOST][ev.key].append(eid)
@@ -734,9 +749,12 @@ def _count_events(scan: _RunScan, ids: dict[str, set[str]], counts: Counts,
             counts.indeterminate += 1
         elif ev.failed and not (ev.deliveries or handled):
             counts.dropped += 1     # every attempt refused (OOM, a dead link): the producer gave up on it
-        elif ev.deliveries or handled:
-            counts.unexpected += 1  # delivered or handled, yet nobody ever tried to publish it
+        elif seen or ev.unknown is not None:
+            counts.unexpected += 1  # delivered, handled or in Redis, yet nobody ever tried to publish it
             by_kind[UNEXPECTED][ev.key].append(eid)
+        else:
+            counts.unattempted += 1  # intended, and no process ever tried to publish it
+    _check_accounting(len(scan.events), counts, published_indeterminate, ids["intended"])
     details = {LOST: "published, never handled", DUPLICATED: "effect applied more than once",
                UNEXPECTED: "delivered or handled although no process ever published it"}
     for kind, per_key in by_kind.items():
@@ -744,6 +762,21 @@ def _count_events(scan: _RunScan, ids: dict[str, set[str]], counts: Counts,
             anomalies.add(kind, key, count=len(eids), examples=eids,
                           versions=scan.applied_versions.get(key, []), detail=details[kind])
     return published_by_key
+
+
+def _check_accounting(known: int, counts: Counts, published_indeterminate: int, intended: set[str]) -> None:
+    """Every event is in exactly one of published, dropped, indeterminate (never published),
+    unexpected and unattempted, and no intended event is missing from them: a count that
+    leaks an event is a bug in the checker, never a figure to report."""
+    unpublished_indeterminate = counts.indeterminate - published_indeterminate
+    total = (counts.published + counts.dropped + unpublished_indeterminate + counts.unexpected
+             + counts.unattempted)
+    if total != known or len(intended) > known:
+        raise AssertionError(
+            f"event accounting broken: published {counts.published} + dropped {counts.dropped} + "
+            f"indeterminate (never published) {unpublished_indeterminate} + unexpected {counts.unexpected} + "
+            f"unattempted {counts.unattempted} = {total}, but the run knows {known} events "
+            f"({len(intended)} intended): an event fell through chaos.checker._count_events")
 
 
 def _check_final_state(published_by_key: dict[str, list[tuple[Any, str | None, str]]],
@@ -770,22 +803,33 @@ def _check_final_state(published_by_key: dict[str, list[tuple[Any, str | None, s
     counts.wrong_final_state_runs = int(counts.wrong_keys > 0)
 
 
-def _check_projection(projection: dict[str, int], events: dict[str, _Event], counts: Counts,
+def _check_projection(projection: dict[str, int], scan: _RunScan, counts: Counts,
                       anomalies: _Anomalies) -> None:
-    """A projection counter should equal the number of its key's events applied at least once."""
+    """A projection counter should equal the number of its key's events applied at least once.
+    A counter below it is an effect the workers claim and PostgreSQL does not hold
+    (`negative_drift`, a violation: the self-report is wrong); above it, an effect applied
+    again (`projection_drift` only, as `duplicated` is)."""
     if not projection:
         return
     applied: dict[str, int] = defaultdict(int)
-    for ev in events.values():
+    for ev in scan.events.values():
         if ev.applied and ev.key is not None:
             applied[ev.key] += 1
     for key, value in projection.items():
-        expected = applied.get(str(key), 0)
+        key = str(key)
+        if key in scan.unprojected:
+            continue
+        expected = applied.get(key, 0)
         drift = int(value) - expected
         if drift:
             counts.projection_drift += abs(drift)
-            anomalies.add(PROJECTION_DRIFT, str(key), count=abs(drift),
+            anomalies.add(PROJECTION_DRIFT, key, count=abs(drift),
                           detail=f"projection {value}, events applied {expected}")
+        if drift < 0:
+            counts.negative_drift -= drift
+            anomalies.add(UNHELD_EFFECT, key, count=-drift,
+                          detail=f"the workers claim {expected} events applied, PostgreSQL's projection "
+                                 f"holds {value}")
 
 
 def summarize(runs: list[RunResult]) -> CellResult:

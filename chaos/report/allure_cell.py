@@ -219,7 +219,8 @@ def _description(obj: dict) -> str:
     if obj.get("rig_failures"):
         match = "**the rig broke**: the figures below say nothing about the strategy"
     figures = ", ".join(f"{k} {obj.get(k)}" for k in ("published", "lost", "duplicated", "reordered",
-                                                      "wrong_final_state_runs", "redelivered", "pending_left", "dlq"))
+                                                      "wrong_final_state_runs", "redelivered", "pending_left", "dlq",
+                                                      "indeterminate", "unattempted", "negative_drift"))
     lines = [f"**{obj.get('verdict')}** over {obj.get('runs')} runs, {match}.", "", figures + "."]
     if isinstance(expected, dict):
         bounds = ", ".join(f"{k} {v}" for k, v in expected.items() if k != "note")

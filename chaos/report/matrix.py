@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 ROW_KEYS = ("area", "preset", "fault", "params", "runs", "lost", "duplicated", "reordered",
-            "wrong_final_state_runs", "pending_left", "verdict", "expected", "match", "wall_s")
+            "wrong_final_state_runs", "pending_left", "unattempted", "verdict", "expected", "match", "wall_s")
 # beside the row keys, kept from the `run --json` object for the page and for people
 EXTRA_KEYS = ("published", "redelivered", "recovered", "dlq", "unexpected", "unsettled_keys", "mismatches",
               "unknown_reasons", "notes", "reproduce", "run_dir", "seed", "time_scale")
@@ -188,7 +188,7 @@ def matrix_cell(out: Mapping[str, Any], *, area: str, expected: Any, parts: Mapp
     row = {
         "area": area, "preset": preset_name, "fault": fault_name, "params": params, "runs": out.get("runs"),
         **{k: out.get(k) for k in ("lost", "duplicated", "reordered", "wrong_final_state_runs", "pending_left",
-                                   "verdict")},
+                                   "unattempted", "verdict")},
         "expected": expected_text(expected),
         "match": None if expected is None else bool(out.get("matches_expectation")),
         "wall_s": None if wall is None else round(float(wall), 3),

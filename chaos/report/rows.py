@@ -23,7 +23,7 @@ from chaos.strategies.presets import SLOTS
 
 SCHEMA_VERSION = 1
 ROW_KEYS = ("area", "preset", "fault", "params", "runs", "lost", "duplicated", "reordered",
-            "wrong_final_state_runs", "pending_left", "verdict", "expected", "match", "wall_s")
+            "wrong_final_state_runs", "pending_left", "unattempted", "verdict", "expected", "match", "wall_s")
 BLAME_KEYS = ("outcome", "rig_failures", "unknown_reasons")   # after ROW_KEYS in every row
 MATCH, MISMATCH, RIG, UNKNOWN_OUTCOME, NO_ROW = "match", "mismatch", "rig", "unknown", "none"
 OUTCOMES = (MATCH, MISMATCH, RIG, UNKNOWN_OUTCOME, NO_ROW)
@@ -94,6 +94,7 @@ def cell_row(result: CellResult, *, area: str, preset: str, fault: str | Iterabl
         "reordered": counts.reordered,
         "wrong_final_state_runs": counts.wrong_final_state_runs,
         "pending_left": counts.pending_left,
+        "unattempted": counts.unattempted,
         "verdict": result.verdict,
         "expected": expected_text(expected),
         "match": match,
@@ -119,7 +120,8 @@ def write_summary(path: Path, rows: Iterable[Mapping[str, Any]]) -> None:
 
 TABLE_COLUMNS = (("area", "area"), ("preset", "preset"), ("fault", "fault"), ("runs", "runs"),
                  ("lost", "lost"), ("dup", "duplicated"), ("reord", "reordered"),
-                 ("wrong", "wrong_final_state_runs"), ("pending", "pending_left"), ("verdict", "verdict"),
+                 ("wrong", "wrong_final_state_runs"), ("pending", "pending_left"), ("unatt", "unattempted"),
+                 ("verdict", "verdict"),
                  ("expected", "expected"), ("result", "outcome"))
 RESULT_TEXT = {MATCH: "yes", MISMATCH: "NO", RIG: "RIG", UNKNOWN_OUTCOME: "UNKNOWN", NO_ROW: "-"}
 

@@ -58,9 +58,10 @@ def table(stdout: str) -> list[list[str]]:
 
 
 EXPECTED_TABLE = [
-    ["area", "preset", "fault", "runs", "lost", "dup", "reord", "wrong", "pending", "verdict", "expected", "result"],
-    ["ordering", "baseline", "none", "2", "0", "0", "2", "2/2", "0", "invalid"],
-    ["ordering", "s1", "none", "2", "0", "0", "0", "0/2", "0", "valid"],
+    ["area", "preset", "fault", "runs", "lost", "dup", "reord", "wrong", "pending", "unatt", "verdict", "expected",
+     "result"],
+    ["ordering", "baseline", "none", "2", "0", "0", "2", "2/2", "0", "0", "invalid"],
+    ["ordering", "s1", "none", "2", "0", "0", "0", "0/2", "0", "0", "valid"],
 ]
 
 
@@ -73,9 +74,9 @@ def test_the_table_and_the_json_list_every_cell(tmp_path, private_base, workers)
     assert len(rows) == 3, run.stdout
     assert rows[0] == EXPECTED_TABLE[0]
     for got, want in zip(rows[1:], EXPECTED_TABLE[1:]):
-        assert got[:10] == want, run.stdout
+        assert got[:11] == want, run.stdout
         assert got[-1] == "yes", run.stdout          # the row of the table judged them and they matched
-        assert "wrong_final_state_runs" in got[10]    # the bounds, in short
+        assert "wrong_final_state_runs" in got[11]    # the bounds, in short
     assert f"chaos summary: 2 cells written to {summary}" in run.stdout
 
     doc = json.loads(summary.read_text())
@@ -144,12 +145,12 @@ def test_the_table_shows_each_fault_with_its_own_parameters_and_the_replaced_par
                params={"respawn": "1", "workload": "many-orders:keys=50", "publish-blip.duration_ms": "800",
                        "promote-replica.after_entries": "500"},
                runs=1, lost=3, duplicated=0, reordered=0, wrong_final_state_runs=1, pending_left=0,
-               verdict="invalid", expected=None, match=None)
+               unattempted=2, verdict="invalid", expected=None, match=None)
     header, line = table_lines([row])
     cells = [c.strip() for c in line.split("  ") if c.strip()]
     assert cells[1:3] == ["baseline:respawn=1 +workload",
                           "kill-consumer+publish-blip:duration_ms=800+promote-replica:after_entries=500"], line
-    assert cells[3:] == ["1", "3", "0", "0", "1/1", "0", "invalid", "(no row)", "-"], line
+    assert cells[3:] == ["1", "3", "0", "0", "1/1", "0", "2", "invalid", "(no row)", "-"], line
 
 
 RIG_TEST = "test_the_proxy_server_dies_mid_run"

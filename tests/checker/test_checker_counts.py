@@ -378,3 +378,51 @@ class TestBadInput:
     def test_final_state_must_be_a_final_state(self):
         with pytest.raises(TypeError, match="needs a chaos.checker.FinalState, got dict"):
             check_run([], {"rows": {}})
+
+
+class TestGroundTruth:
+    """Counts the workers' own ops cannot make up: the database and the intended events judge."""
+
+    def test_effects_the_projection_does_not_hold_are_a_violation(self):
+        # two `apply ok` and a projection of 0: the workers claim what PostgreSQL does not hold
+        result = check_run(both_handled().ops, final(PAID, projection={"42": 0}))
+        assert result.counts.negative_drift == 2 and result.counts.projection_drift == 2
+        assert result.verdict == INVALID
+        assert [a.kind for a in result.anomalies if a.kind == "unheld-effect"] == ["unheld-effect"]
+
+    def test_a_guard_that_writes_no_projection_is_not_judged_by_it(self):
+        h = History().publish(CREATED_42, entry_id="1-0").deliver(CREATED_42, "1-0")
+        h.apply(CREATED_42, projection=False).ack(CREATED_42, "1-0")
+        result = check_run(h.ops, final({"42": ("created", 1)}, projection={"42": 0}))
+        assert (result.counts.negative_drift, result.counts.projection_drift) == (0, 0)
+        assert result.verdict == VALID
+
+    def test_an_intended_event_never_attempted_is_counted_and_unknown(self):
+        # 2 intended events, 1 published and handled: the other vanished without an op
+        h = History().publish(CREATED_42, entry_id="1-0").handle(CREATED_42, "1-0")
+        result = check_run(h.ops, final({"42": ("created", 1)}, events=[CREATED_42.fields, PAID_42.fields]))
+        assert (result.counts.published, result.counts.unattempted) == (1, 1)
+        assert result.verdict == UNKNOWN
+        assert "1 intended events were never attempted" in result.unknown_reasons[0]
+
+    def test_a_fault_that_explains_unattempted_events_keeps_the_run_valid(self):
+        h = History().publish(CREATED_42, entry_id="1-0").handle(CREATED_42, "1-0")
+        result = check_run(h.ops, final({"42": ("created", 1)}, events=[CREATED_42.fields, PAID_42.fields]),
+                           explained={"unattempted"})
+        assert result.counts.unattempted == 1 and result.verdict == VALID
+
+    def test_an_entry_in_redis_that_nobody_published_is_unexpected(self):
+        result = check_run([], final(stream_entries=[{"event_id": "e42-1", "entry_id": "1-0", "stream": "orders"}]))
+        assert (result.counts.unexpected, result.counts.unattempted) == (1, 0)
+
+    def test_every_event_is_in_exactly_one_fate(self):
+        h = History().publish(CREATED_42, entry_id="1-0").handle(CREATED_42, "1-0")
+        h.publish(PAID_42, "fail").publish(CREATED_43, "info")
+        result = check_run(h.ops, final(events=[e.fields for e in (CREATED_42, PAID_42, CREATED_43, PAID_43)]))
+        c = result.counts
+        assert (c.published, c.dropped, c.indeterminate, c.unexpected, c.unattempted) == (1, 1, 1, 0, 1)
+
+    def test_the_accounting_names_the_figures_when_an_event_falls_through(self, monkeypatch):
+        from chaos import checker
+        with pytest.raises(AssertionError, match="event accounting broken: published 1"):
+            checker._check_accounting(2, checker.Counts(published=1), 0, {"e42-1"})

@@ -19,7 +19,8 @@ from chaos.blackbox import expect as expectations
 from chaos.blackbox.config import WorkerConfig
 from chaos.blackbox.session import BlackBoxCell, run_blackbox
 from chaos.errors import BadArguments
-from chaos.scorecard.grade import FAIL, PASS, UNKNOWN, Grade, behaves_like, crash_reason, grade, promised
+from chaos.scorecard.grade import (PASS, FAIL, UNKNOWN, Grade, behaves_like, crash_reason, died, grade,
+                                   promised)
 from chaos.scorecard.plan import PlannedCell
 from chaos.scorecard.sample import Sample, Sampler
 
@@ -172,11 +173,14 @@ def finish(cell: BlackBoxCell | None, planned: PlannedCell, samples: list[list[S
     bounds = cell.config.expect
     if crash_reason(cell):
         broken = [f"{p}: the consumer crashed on start" for p in promised(bounds)]
-    elif cell.cell.verdict == "unknown":
+    elif cell.cell.verdict == "unknown" and not died(cell):
         broken = []
     else:
         broken = expectations.check(bounds, cell.cell, cell.extra)
-    return ScoreCell(planned, cell, samples, grades, replay, wall_s, behaves_like(grades, cell), broken, error)
+    if died(cell) and "keeps_consuming" in promised(bounds):
+        broken.append("keeps_consuming: the consumer died during the run")
+    return ScoreCell(planned, cell, samples, grades, replay, wall_s, behaves_like(grades, cell, planned.spec),
+                     broken, error)
 
 
 def run_scorecard(cluster: Any, command: str, config: WorkerConfig, config_path: str, cells: list[PlannedCell], *,

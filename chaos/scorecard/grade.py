@@ -24,6 +24,11 @@ PROPERTIES = ("no_loss", "no_duplicate_side_effects", "final_state", "keeps_cons
               "poison_handled")
 PASS, FAIL, UNKNOWN = "pass", "fail", "unknown"
 CRASH_MARKS = ("exited before it connected", "did not connect to its Redis proxy")
+DIED_MARK = "exited unexpectedly"    # a worker that died during the run, not by a kill fault
+# Faults that destroy entries in Redis itself: what they destroy is lost for every built-in
+# strategy too (docs/strategies.md), so a loss under them says nothing of the consumer's design.
+DESTROYS_ENTRIES = frozenset({"promote-replica", "replica-overflow", "sentinel-failover", "maxlen-trim",
+                              "redis-restart", "group-loss"})
 # Count -> the property an [expect] bound on it promises.
 PROMISES = {"lost": "no_loss", "duplicated_side_effects": "no_duplicate_side_effects",
             "wrong_final_state_runs": "final_state", "wrong_keys": "final_state", "reordered": "final_state",
@@ -49,6 +54,14 @@ def crash_reason(cell: Any) -> str:
         if any(mark in reason for mark in CRASH_MARKS):
             return reason
     return ""
+
+
+def died(cell: Any) -> list[str]:
+    """The reasons naming a consumer that died during the run, when nothing else made it unknown."""
+    reasons = cell.cell.unknown_reasons
+    if cell.cell.rig_failures or not reasons or not all(DIED_MARK in r for r in reasons):
+        return []
+    return list(reasons)
 
 
 def _examples(cell: Any, *kinds: str) -> list[str]:
@@ -86,7 +99,8 @@ def grade(cell: Any, samples: list[Any] | None = None) -> dict[str, Grade]:
     if crashed:
         return {p: Grade(FAIL, "the consumer crashed on start: " + crashed) for p in PROPERTIES}
     result, extra, cfg = cell.cell, cell.extra, cell.config
-    if result.verdict == "unknown" or not cell.runs:
+    deaths = died(cell)
+    if (result.verdict == "unknown" and not deaths) or not cell.runs:
         why = "; ".join(r.splitlines()[0] for r in result.unknown_reasons) or "no run finished"
         return {p: Grade(UNKNOWN, "the run cannot vouch for itself: " + why) for p in PROPERTIES}
     c = result.counts
@@ -111,7 +125,9 @@ def grade(cell: Any, samples: list[Any] | None = None) -> dict[str, Grade]:
     text = (f"undelivered {c.undelivered}, stopped-consuming {stopped}"
             + ("" if lag is None else f", lag + pending at the last sample {lag}")
             + ("" if stall is None else f", no progress for {stall:g} s after the heal"))
-    grades["keeps_consuming"] = Grade(PASS if c.undelivered == 0 and not stopped else FAIL, text,
+    if deaths:
+        text = "the consumer died during the run: " + "\n".join(deaths) + "\n" + text
+    grades["keeps_consuming"] = Grade(PASS if c.undelivered == 0 and not stopped and not deaths else FAIL, text,
                                       _examples(cell, "stopped-consuming"))
     if cfg.worker.dlq_stream:
         grades["poison_handled"] = Grade(PASS if c.pending_left == 0 else FAIL,
@@ -154,8 +170,11 @@ PROFILES = (
 )
 
 
-def behaves_like(grades: dict[str, Grade], cell: Any) -> str:
-    """'like s1 + ack-after: nothing lost, redelivered copies applied twice', from the grades."""
+def behaves_like(grades: dict[str, Grade], cell: Any, fault: str = "") -> str:
+    """'like s1 + ack-after: nothing lost, redelivered copies applied twice', from the grades.
+
+    Under a fault that destroys entries in Redis (``DESTROYS_ENTRIES``) a loss, and the wrong
+    final state it leaves, is the server's: the consumer is matched on duplicates alone."""
     if any(g.status == UNKNOWN for k, g in grades.items() if k in ("no_loss", "final_state")):
         return "not judged: the run cannot vouch for itself"
     if grades["no_loss"].evidence.startswith("the consumer crashed"):
@@ -163,7 +182,15 @@ def behaves_like(grades: dict[str, Grade], cell: Any) -> str:
     loses = grades["no_loss"].status == FAIL
     dup = grades["no_duplicate_side_effects"].status == FAIL or cell.cell.counts.duplicated > 0
     wrong = grades["final_state"].status == FAIL
+    name = fault.split(":", 1)[0]
+    server_loss = loses and name in DESTROYS_ENTRIES
+    if server_loss:
+        loses = wrong = False
     profile = next(p for p in PROFILES if (p.loses, p.duplicates, p.wrong) == (loses, dup, wrong))
+    text = profile.text
+    if server_loss:
+        text = ("nothing applied twice" if not dup else "redelivered copies applied twice") + \
+            f"; the {cell.cell.counts.lost} entries {name} destroyed in Redis are lost, as for every built-in strategy"
     tail = [] if grades["keeps_consuming"].status != FAIL else ["and stops consuming"]
     tail += [] if grades["pel_drains"].status != FAIL else ["and leaves entries pending"]
-    return f"like {profile.name}: {profile.text}" + (" " + ", ".join(tail) if tail else "")
+    return f"like {profile.name}: {text}" + (" " + ", ".join(tail) if tail else "")

@@ -92,8 +92,13 @@ def cell_page(card: Any, cell: Any, i: int, cells_dir: Path) -> str:
     plots = []
     for n, samples in enumerate(cell.samples[:1]):   # the first run's curves (seed = the card's seed)
         history = cell.cell.runs[n].history if cell.cell is not None and n < len(cell.cell.runs) else []
-        png = plot_run(samples, history, cells_dir / f"{i:02d}-run{n}.png",
-                       f"{cell.fault}, run {n} (seed {card.seed + n})")
+        try:
+            png = plot_run(samples, history, cells_dir / f"{i:02d}-run{n}.png",
+                           f"{cell.fault}, run {n} (seed {card.seed + n})")
+        except ImportError:     # matplotlib is the `plots` extra: the page says how to get the curves
+            plots.append("<div class='sub'>No plots: matplotlib is not installed "
+                         "(pip install 'redis-streams-chaos[plots]').</div>")
+            continue
         if png is not None:
             plots.append(f"<img src='{png.name}' alt='plots of run {n}' style='max-width:100%'>")
     ev = "".join(f"<tr><td>{p}</td><td>{_badge(g.status)}</td><td>{_evidence(g.evidence)}"

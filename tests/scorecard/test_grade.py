@@ -77,3 +77,17 @@ def test_behaves_like_names_the_strategy_with_the_same_figures(made, like):
 def test_expect_bounds_name_the_properties_they_promise():
     assert promised({"lost": ("==", 0), "wrong_final_state_runs": ("<=", 1), "missing_side_effects": ("==", 0)}) \
         == ["no_loss", "final_state"]
+
+
+def test_a_consumer_that_dies_mid_run_fails_keeps_consuming_and_is_still_graded():
+    reason = "worker C1 exited unexpectedly with exit code 1; last output:\npsycopg.OperationalError: server closed"
+    grades = grade(cell(verdict="unknown", reasons=[reason], undelivered=120))
+    assert grades["keeps_consuming"].status == "fail" and "psycopg.OperationalError" in grades["keeps_consuming"].evidence
+    assert grades["no_loss"].status == "pass" and grades["pel_drains"].status == "pass"
+
+
+def test_a_loss_the_fault_made_in_redis_is_not_the_consumers_design():
+    c = cell(lost=89, wrong_final_state_runs=1)
+    assert behaves_like(grade(c), c, "promote-replica:hold_ms=300").startswith(
+        "like s5 + inbox (recommended): nothing applied twice; the 89 entries promote-replica destroyed")
+    assert behaves_like(grade(c), c, "kill-consumer").startswith("like ack-on-receive")

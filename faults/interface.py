@@ -1,5 +1,6 @@
 """The fault plugin interface: what a fault is (`Fault`), what it acts through (`FaultContext`),
-what it is checked against before anything starts (`Plan`), and how it fails (`FaultError`).
+what it is checked against before anything starts (`Plan`), how it fails (`FaultError`) and
+what it must have done to the workload (`Fault.effect`, checked by faults.effects).
 
 A fault is armed before the workload starts, fires at a failpoint or at a time from
 its own thread, and heals. Everything random in a fault comes from ``ctx.rng`` (the
@@ -84,6 +85,16 @@ class Fault:
     # "proxy", "Sentinel 2"...) this fault may kill or stop: the orchestrator does not count their
     # death or stop as a rig failure in a run where this fault is configured. Workers never count.
     takes_down: ClassVar[frozenset[str]] = frozenset()
+    # The effect the fault must have had on the workload, one of faults.effects.EFFECTS
+    # ("died-mid-work", "publish-failed", "link-failed", "window-hit"); "" asks for none. After
+    # the run the orchestrator reads the history (faults.effects.missing): a run where the
+    # effect is missing tested nothing and is `unknown`, with a reason naming the fault.
+    effect: ClassVar[str] = ""
+
+    def explains(self) -> frozenset[str]:
+        """Counts this fault may cause that would otherwise make the run `unknown`
+        (``"unattempted"``: a killed producer leaves intended events never attempted)."""
+        return frozenset()
 
     def __init__(self, **params: Any) -> None:
         self.values: dict[str, Any] = parse_params(f"fault {self.name!r}", self.params, params,

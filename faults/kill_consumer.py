@@ -14,6 +14,7 @@ import time
 from chaos.errors import BadArguments
 from chaos.params import Param
 from faults.helpers import pick_worker, process_alive, wait_for_entries, wait_until
+from faults.effects import DIED_MID_WORK
 from faults.interface import Fault, FaultContext
 
 KILL_POINTS = ("time", "after_read", "mid_batch", "before_apply", "after_apply_before_ack")
@@ -22,6 +23,7 @@ KILL_POINTS = ("time", "after_read", "mid_batch", "before_apply", "after_apply_b
 class KillConsumer(Fault):
     name = "kill-consumer"
     description = "SIGKILL a consumer mid-batch, at a time or at a failpoint (after k entries of a batch)"
+    effect = DIED_MID_WORK
     params = (
         Param("at", "time", "time (from outside, at at_ms) or the failpoint where the worker kills itself",
               choices=KILL_POINTS),
@@ -42,6 +44,11 @@ class KillConsumer(Fault):
         if self.at == "time" and "after" in self.given:
             raise BadArguments("fault 'kill-consumer': after= counts entries at a failpoint; "
                                "with at=time give at_ms= instead (or at=mid_batch,after=250)")
+
+    def explains(self) -> frozenset[str]:
+        """A killed producer leaves the rest of its schedule unattempted."""
+        producer = self.role == "producer" or self.target.startswith("P")
+        return frozenset({"unattempted"}) if producer else frozenset()
 
     @property
     def victim(self) -> str:

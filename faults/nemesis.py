@@ -10,6 +10,7 @@ from typing import Any
 from chaos.errors import BadArguments
 from chaos.params import Param
 from faults.helpers import raise_if
+from faults.effects import WINDOW_HIT
 from faults.interface import Fault, FaultContext
 
 KINDS = ("latency", "partition", "pause")
@@ -52,6 +53,7 @@ def schedule(rng: Random, kinds: list[str], duration_ms: int, interval_ms: int, 
 
 class Nemesis(Fault):
     name = "nemesis"
+    effect = WINDOW_HIT
     description = "a seeded random schedule of latency/partition/pause windows for a time bound"
     params = (
         Param("faults", "latency+partition+pause", "the kinds to draw from, joined by +"),

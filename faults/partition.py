@@ -6,12 +6,14 @@ from typing import Any
 
 from chaos.params import Param
 from faults.helpers import check_link_target, LINKS, proxy_for
+from faults.effects import LINK_FAILED
 from faults.interface import FaultContext
 from faults.window import WindowFault
 
 
 class Partition(WindowFault):
     name = "partition"
+    effect = LINK_FAILED
     description = "cut a link (one worker's, or a shared one) for a window"
     params = (
         Param("link", "redis", "which link", choices=LINKS),

@@ -18,6 +18,7 @@ from typing import Any
 
 from chaos.errors import BadArguments
 from chaos.params import Param
+from faults.effects import PUBLISH_FAILED
 from faults.helpers import proxy_for
 from faults.interface import FaultContext
 from faults.window import WindowFault
@@ -27,6 +28,7 @@ TOXICS = ("reset_peer", "timeout", "down")
 
 class PublishBlip(WindowFault):
     name = "publish-blip"
+    effect = PUBLISH_FAILED
     description = "a reset_peer/timeout toxic or a disabled proxy on one producer's Redis link for a window"
     params = (
         Param("target", "P-order", "the producer process whose link is hit (P-order publishes `created`)"),

@@ -1,0 +1,148 @@
+"""What a fault must have done to the workload for its run to have tested anything.
+
+A fault declares one effect kind (`Fault.effect`, one of `EFFECTS`); after the run the
+orchestrator asks `missing(kind, name, history)`, which reads the run's history (pure, no
+I/O) and returns why the effect is missing, or None when the history shows it. A run whose
+fault missed the workload is `unknown` (exit 2) with that reason: a kill after the last
+event was acked, a blip that no publish met, a partition no op crossed, a nemesis whose
+windows all fell between ops test nothing, and `valid` would say the strategy survived them.
+
+The fault's own `fault` ops (value `name` = the fault's name, `phase` start/stop) place it
+in time; a composite fault (nemesis) is placed by the windows of the faults it ran between
+its own start and stop.
+"""
+from __future__ import annotations
+
+import bisect
+from collections.abc import Iterable
+from typing import Any
+
+DIED_MID_WORK = "died-mid-work"
+PUBLISH_FAILED = "publish-failed"
+LINK_FAILED = "link-failed"
+WINDOW_HIT = "window-hit"
+EFFECTS = {
+    DIED_MID_WORK: "the process died while the workload had work in flight (a publish still to come, "
+                   "an event published and not yet acked, delivered and not yet applied, or an apply "
+                   "under way)",
+    PUBLISH_FAILED: "at least one publish got `fail` or `info` after the fault started",
+    LINK_FAILED: "at least one op failed (an op `fail`/`info`, a `log` op of a broken link) during one of "
+                 "the fault's windows, or within LINK_GRACE_S of its end (a timeout is noticed late)",
+    WINDOW_HIT: "at least one op of the workload was in flight during one of the fault's windows",
+}
+WORK_OPS = frozenset({"publish", "deliver", "apply", "ack"})
+FAILED = frozenset({"fail", "info"})
+LINK_GRACE_S = 5.0
+
+
+def missing(kind: str, name: str, history: list[dict]) -> str | None:
+    """Why fault `name` did not have effect `kind` in this history (time-ordered ops), or None."""
+    if kind not in EFFECTS:
+        raise ValueError(f"fault {name!r} declares effect {kind!r}; effects are {', '.join(EFFECTS)}")
+    windows = _windows(name, history)
+    if not windows:
+        return f"fault {name} never started (no `fault` op with phase start): it tested nothing"
+    met = {DIED_MID_WORK: _died_mid_work, PUBLISH_FAILED: _publish_failed, LINK_FAILED: _link_failed,
+           WINDOW_HIT: _window_hit}[kind](windows, history)
+    if met:
+        return None
+    return f"fault {name} missed the workload: expected {EFFECTS[kind]}; the history shows none"
+
+
+def _value(op: dict) -> dict:
+    value = op.get("value")
+    return value if isinstance(value, dict) else {}
+
+
+def _windows(name: str, history: Iterable[dict]) -> list[tuple[float, float]]:
+    """(start, stop) of each window of the fault; a composite's are the windows it ran."""
+    own: list[tuple[float, float]] = []
+    inner: list[tuple[float, float]] = []
+    open_own: float | None = None
+    open_inner: dict[str, float] = {}
+    for op in history:
+        if op.get("f") != "fault":
+            continue
+        value = _value(op)
+        who, phase, at = value.get("name"), value.get("phase"), op["time"]
+        if who == name:
+            if phase == "start":
+                open_own = at
+            elif phase == "stop" and open_own is not None:
+                own.append((open_own, at))
+                open_own = None
+        elif open_own is not None and who:
+            if phase == "start":
+                open_inner[who] = at
+            elif phase == "stop" and who in open_inner:
+                inner.append((open_inner.pop(who), at))
+    end = history[-1]["time"] if history else 0.0
+    if open_own is not None:
+        own.append((open_own, end))   # never stopped (a kill, a fault still on at the end)
+    inner += [(start, end) for start in open_inner.values()]
+    return sorted(inner) if inner else own
+
+
+def _died_mid_work(windows: list[tuple[float, float]], history: list[dict]) -> bool:
+    """At the kill, an event was published and not acked, delivered and not yet applied, an
+    apply was under way, or a publish was still to come."""
+    killed_at = windows[0][0]
+    unsettled: set[Any] = set()
+    in_hand: set[Any] = set()
+    open_applies = 0
+    for op in history:
+        f, kind = op.get("f"), op.get("type")
+        if op["time"] > killed_at:
+            if unsettled or in_hand or open_applies or f == "publish":
+                return True
+            continue
+        eid = op.get("event_id")
+        if f == "publish" and kind == "ok":
+            unsettled.add(eid)
+        elif f in ("ack", "dlq") and kind == "ok":
+            unsettled.discard(eid)
+        elif f == "deliver" and kind == "ok":
+            in_hand.add(eid)
+        elif f == "apply":
+            open_applies = max(0, open_applies + (1 if kind == "invoke" else -1))
+            if kind != "invoke":
+                in_hand.discard(eid)
+    return bool(unsettled or in_hand or open_applies)
+
+
+def _publish_failed(windows: list[tuple[float, float]], history: list[dict]) -> bool:
+    start = windows[0][0]
+    return any(op.get("f") == "publish" and op.get("type") in FAILED and op["time"] >= start for op in history)
+
+
+def _link_failed(windows: list[tuple[float, float]], history: list[dict]) -> bool:
+    for op in history:
+        failed = ((op.get("f") in WORK_OPS and op.get("type") in FAILED)
+                  or (op.get("f") == "log" and (_value(op).get("link") == "broken"
+                                                or _value(op).get("connect") == "failed")))
+        if failed and any(start <= op["time"] <= stop + LINK_GRACE_S for start, stop in windows):
+            return True
+    return False
+
+
+def _window_hit(windows: list[tuple[float, float]], history: list[dict]) -> bool:
+    """An op of the workload inside a window, or a publish/apply invoked before a window
+    started and completed (or never) after it started."""
+    work = [op for op in history if op.get("f") in WORK_OPS]
+    times = [op["time"] for op in work]
+    for start, stop in windows:
+        i = bisect.bisect_left(times, start)
+        if i < len(times) and times[i] <= stop:
+            return True
+    spans: dict[tuple[Any, Any, Any], float] = {}
+    for op in work:
+        if op["f"] not in ("publish", "apply"):
+            continue
+        k = (op.get("process"), op["f"], op.get("event_id"))
+        if op.get("type") == "invoke":
+            spans[k] = op["time"]
+        elif k in spans:
+            invoked = spans.pop(k)
+            if any(invoked < start <= op["time"] for start, _ in windows):
+                return True
+    return any(invoked < start for invoked in spans.values() for start, _ in windows)

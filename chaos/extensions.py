@@ -10,7 +10,9 @@ Two ways in, one record each (`Extension`: a kind, a name and a `module:attribut
   conftest, a test, `python -m chaos mutants`, or a module named in `$CHAOS_PLUGINS`
   (comma-separated modules the command line and the pytest plugin import at start).
 
-Each registry (GUARDS, FAULTS, PRESETS, PRODUCERS, DELIVERIES) calls `attach(kind, registry)`
+`roles` are worker roles (chaos/workload/worker.py ROLES: name -> `main(env)`), for a part
+whose processes run code of their own. Each registry (GUARDS, FAULTS, PRESETS, PRODUCERS,
+DELIVERIES, ROLES) calls `attach(kind, registry)`
 when it is built: its kind's entry points and the records registered so far go into it, and
 later registrations go straight in. Worker processes get the records of the process that
 starts them (the fork server's request carries `records()`; `replay` there), so a guard
@@ -29,7 +31,7 @@ from typing import Any, MutableMapping
 from chaos.errors import BadArguments
 
 GROUP_PREFIX = "redis_streams_chaos"   # the distribution's name: redis-streams-chaos
-KINDS = ("faults", "guards", "presets", "producers", "deliveries")
+KINDS = ("faults", "guards", "presets", "producers", "deliveries", "roles")
 PLUGINS_ENV = "CHAOS_PLUGINS"
 # kinds whose registry holds `module:attribute` strings (imported on use), not objects
 _BY_TARGET = frozenset({"faults"})

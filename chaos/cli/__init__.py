@@ -27,6 +27,7 @@ COMMAND_MODULES = [
     "chaos.cli.cluster_cmd",   # cluster up|down|status
     "chaos.cli.proxy_cmd",     # proxy serve
     "chaos.cli.scorecard_cmd", # scorecard
+    "chaos.cli.mutants_cmd",   # mutants
 ]
 
 

@@ -10,6 +10,7 @@ import json
 import sys
 from typing import Any, Callable
 
+from chaos import extensions
 from chaos.workload import consumer, dispatcher, fanout, outbox, producer
 from chaos.workload.env import WorkerEnv
 
@@ -20,6 +21,7 @@ ROLES: dict[str, Callable[[WorkerEnv], int]] = {
     outbox.WRITER_ROLE: outbox.producer_main,
     dispatcher.ROLE: dispatcher.main,
 }
+extensions.attach("roles", ROLES)   # a part's own process code (chaos/extensions.py)
 
 
 def run(spec: dict[str, Any]) -> int:

@@ -20,7 +20,7 @@ from chaos.blackbox.config import WorkerConfig
 from chaos.blackbox.session import BlackBoxCell, run_blackbox
 from chaos.errors import BadArguments
 from chaos.scorecard.grade import (PASS, FAIL, UNKNOWN, Grade, behaves_like, crash_reason, died, grade,
-                                   promised)
+                                   promised, stalled_s)
 from chaos.scorecard.plan import PlannedCell
 from chaos.scorecard.sample import Sample, Sampler
 
@@ -52,8 +52,7 @@ class ScoreCell:
             return {}
         out = {name: self.cell.count(name) for name in COUNTS}
         out.update(self.cell.extra.as_dict())
-        stalls = [getattr(r.counts, "stalled_after_heal_s", None) for r in self.cell.cell.runs]
-        out["stalled_after_heal_s"] = max((s for s in stalls if s is not None), default=None)
+        out["stalled_after_heal_s"] = stalled_s(self.cell)
         out["runs"] = len(self.cell.runs)
         out["verdict"] = self.cell.cell.verdict
         return out

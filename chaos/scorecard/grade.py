@@ -80,7 +80,7 @@ def _zero(value: int, what: str, examples: list[str] = ()) -> Grade:
 
 def stalled_s(cell: Any) -> float | None:
     """Seconds without consumer progress after the last heal (the run JSON's field), worst run."""
-    values = [getattr(r.counts, "stalled_after_heal_s", None) for r in cell.cell.runs]
+    values = [getattr(getattr(r, "liveness", None), "stalled_after_heal_s", None) for r in cell.runs]
     values = [v for v in values if v is not None]
     return max(values) if values else None
 

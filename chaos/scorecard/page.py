@@ -116,3 +116,30 @@ def cell_page(card: Any, cell: Any, i: int, cells_dir: Path) -> str:
                f"sample Redis did not answer.</div>" if plots else "")
             + (f"<h2>Error</h2><pre>{html.escape(cell.error)}</pre>" if cell.error else ""))
     return _page(cell.fault, body)
+
+
+def markdown_grid(data: dict) -> str:
+    """The grid of a scorecard.json as a Markdown table (docs/scorecard.md's tables)."""
+    cells = data["cells"]
+    props = list(cells[0]["properties"]) if cells else []
+    figures = {"no_loss": "lost", "no_duplicate_side_effects": "duplicated_side_effects",
+               "final_state": "wrong_keys", "keeps_consuming": "undelivered", "pel_drains": "pending_left"}
+    lines = ["| fault | " + " | ".join(props) + " | behaves like |", "|---" * (len(props) + 2) + "|"]
+    for c in cells:
+        row = []
+        for p in props:
+            status = c["properties"][p]
+            figure = figures.get(p)
+            value = c["counts"].get(figure) if figure else None
+            if status == "fail":
+                row.append("**fail**" + (f" ({figure} {value})" if value else ""))
+            else:
+                row.append(status)
+        like = c["behaves_like"].removeprefix("like ")
+        lines.append(f"| `{c['fault']}` | " + " | ".join(row) + f" | {like} |")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":    # python -m chaos.scorecard.page DIR/scorecard.json: the grid as Markdown
+    import sys
+    print(markdown_grid(json.loads(Path(sys.argv[1]).read_text(encoding="utf-8"))))

@@ -131,3 +131,6 @@ def test_json_schema_grid_page_and_exit_code_of_a_broken_promise(tmp_path):
     assert "00-run0.png" in detail and cell["reproduce"].split()[0] in detail
     assert (tmp_path / "out" / "cells" / "00-run0.png").stat().st_size > 10_000
     assert json.loads((tmp_path / "out" / "scorecard.json").read_text())["cells"][0]["fault"] == cell["fault"]
+    from chaos.scorecard.page import markdown_grid
+    row = markdown_grid(data).splitlines()[2]
+    assert row.startswith("| `kill-consumer:at_ms=300` | **fail** (lost ") and "like ack-on-receive" in row

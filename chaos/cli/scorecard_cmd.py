@@ -86,16 +86,25 @@ def run(args: argparse.Namespace) -> int:
         shutil.rmtree(run_root, ignore_errors=True)
         raise
     failures.crash_site.run_dir = run_root
-    card = None
+    live = [cluster]
+
+    def restart(broken: object) -> object:
+        """A fresh topology after a cell broke the rig (the next cells run on it)."""
+        live[0] = None
+        broken.close()
+        live[0] = failures.start_topology(args.backend, f"sc-{os.getpid()}-{uuid.uuid4().hex[:6]}")
+        return live[0]
+
     try:
         card = run_scorecard(cluster, args.worker_cmd, config, args.worker_config, cells, runs=args.runs,
                              seed=args.seed, time_scale=args.time_scale, topology=topology, run_root=run_root,
-                             log=say)
+                             log=say, restart=restart)
     except BadArguments:
         shutil.rmtree(run_root, ignore_errors=True)   # refused before a worker started: nothing to keep
         raise
     finally:
-        cluster.close()
+        if live[0] is not None:
+            live[0].close()
         options.release_run_dir(run_root)
     code = card.exit_code()
     if code == 0:

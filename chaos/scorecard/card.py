@@ -185,22 +185,32 @@ def finish(cell: BlackBoxCell | None, planned: PlannedCell, samples: list[list[S
 def run_scorecard(cluster: Any, command: str, config: WorkerConfig, config_path: str, cells: list[PlannedCell], *,
                   runs: int = 1, seed: int = 0, time_scale: float = 1.0, topology: str = "replica",
                   run_root: Path, log: Callable[[str], None] | None = None, cwd: Path | None = None,
-                  fresh: bool = True, on_cell: Callable[[ScoreCell], None] | None = None) -> Scorecard:
-    """Run every planned cell (the skipped ones are listed, not run) on ``cluster``."""
+                  fresh: bool = True, on_cell: Callable[[ScoreCell], None] | None = None,
+                  restart: Callable[[Any], Any] | None = None) -> Scorecard:
+    """Run every planned cell (the skipped ones are listed, not run) on ``cluster``.
+
+    ``restart(cluster) -> cluster``: after a cell whose rig broke, a fresh topology for the
+    next cells (without it they run on the broken one and are likely unknown too)."""
     say = log or (lambda _line: None)
     card = Scorecard(command, config_path, config, topology, runs, seed,
                      skipped=[c for c in cells if c.skipped])
     started = time.monotonic()
     todo = [c for c in cells if not c.skipped]
+    first = 0           # the cell that gets the topology as it was handed over (no reset needed)
     for i, planned in enumerate(todo):
         say(f"[{i + 1}/{len(todo)}] {planned.spec}")
         cell_root = run_root / f"{i:02d}-{planned.fault}"
         cell_root.mkdir(parents=True, exist_ok=True)
         scored = run_cell(cluster, command, config, config_path, planned, runs=runs, seed=seed,
-                          time_scale=time_scale, run_root=cell_root, fresh=fresh and i == 0, log=say, cwd=cwd)
+                          time_scale=time_scale, run_root=cell_root, fresh=fresh and i == first, log=say, cwd=cwd)
         card.cells.append(scored)
         say(f"[{i + 1}/{len(todo)}] {planned.spec}: " + ", ".join(f"{k} {g.status}" for k, g in scored.grades.items())
             + f" ({scored.wall_s:.1f} s)")
+        broke = scored.error or (scored.cell is not None and scored.cell.cell.rig_failures)
+        if broke and restart is not None and i + 1 < len(todo):
+            say(f"{planned.spec}: the rig broke; a fresh topology for the next cells")
+            cluster = restart(cluster)
+            fresh, first = True, i + 1
         if on_cell is not None:
             on_cell(scored)
     card.wall_s = time.monotonic() - started

@@ -119,7 +119,8 @@ def cell_page(card: Any, cell: Any, i: int, cells_dir: Path) -> str:
 
 
 def markdown_grid(data: dict) -> str:
-    """The grid of a scorecard.json as a Markdown table (docs/scorecard.md's tables)."""
+    """The grid of a scorecard.json as a Markdown table (docs/scorecard.md's tables); faults by
+    name (and link or mode), their parameters are the catalogue's."""
     cells = data["cells"]
     props = list(cells[0]["properties"]) if cells else []
     figures = {"no_loss": "lost", "no_duplicate_side_effects": "duplicated_side_effects",
@@ -136,7 +137,7 @@ def markdown_grid(data: dict) -> str:
             else:
                 row.append(status)
         like = c["behaves_like"].removeprefix("like ")
-        lines.append(f"| `{c['fault']}` | " + " | ".join(row) + f" | {like} |")
+        lines.append(f"| {_short(c['fault'])} | " + " | ".join(row) + f" | {like} |")
     return "\n".join(lines)
 
 

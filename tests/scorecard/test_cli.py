@@ -133,4 +133,4 @@ def test_json_schema_grid_page_and_exit_code_of_a_broken_promise(tmp_path):
     assert json.loads((tmp_path / "out" / "scorecard.json").read_text())["cells"][0]["fault"] == cell["fault"]
     from chaos.scorecard.page import markdown_grid
     row = markdown_grid(data).splitlines()[2]
-    assert row.startswith("| kill-consumer | **fail** (lost ") and "like ack-on-receive" in row
+    assert row.startswith("| kill-consumer | **fail** (lost ") and "| ack-on-receive" in row

@@ -76,6 +76,11 @@ class GroupReader:
 
     def claimed(self):
         """(stream, entry_id, fields, via, count) for entries idle longer than claim_idle_ms."""
+        for page in self.claimed_pages():
+            yield from page
+
+    def claimed_pages(self):
+        """The same, one XAUTOCLAIM page (up to 100 entries, all in hand once claimed) at a time."""
         self.last_claim = time.monotonic()
         idle = max(1, round(self.env.scaled_ms(self.env.spec["claim_idle_ms"])))
         for stream in self.streams:
@@ -83,9 +88,8 @@ class GroupReader:
             while True:
                 nxt, entries, *_ = self.r.xautoclaim(stream, self.group, self.consumer, idle,
                                                      start_id=cursor, count=100)
-                for entry_id, fields in entries:
-                    yield stream, entry_id, fields or None, "claim", delivery_count(
-                        self.r, stream, self.group, entry_id)
+                yield [(stream, entry_id, fields or None, "claim", delivery_count(self.r, stream, self.group, entry_id))
+                       for entry_id, fields in entries]
                 if nxt == "0-0":
                     break
                 cursor = nxt
@@ -161,10 +165,12 @@ def main(env: WorkerEnv) -> int:
                 started = True
             if reader.claim_due():
                 runner.flush_acks(r)
-                page = list(reader.claimed())   # (its XAUTOCLAIM pages: in hand from here on)
-                for index, item in enumerate(page):
-                    reader.keep_held(lambda: [(s, e) for s, e, *_ in page[index:]])
-                    runner.handle(r, *item)
+                for page in reader.claimed_pages():
+                    for index, item in enumerate(page):
+                        reader.keep_held(lambda: [(s, e) for s, e, *_ in page[index:]])
+                        runner.handle(r, *item)
+                        if env.stopping:
+                            break
                     if env.stopping:
                         break
             resp = runner.read_after_acks(r, read_now, reader.read_new)

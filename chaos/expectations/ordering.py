@@ -32,6 +32,9 @@ ROWS = [
     row("s4c", note="TTL 500 ms < job 800 ms: paid takes the expired lock; created's release returns 0 "
         "(paid's own release can fail too when a loaded machine stretches its 50 ms past the TTL)",
         wrong_final_state_runs=eq(RUNS), releases_failed=ge(RUNS), lost=eq(0)),
+    row("s4c", params={"paid_ms": "600"}, note="paid outlasts the TTL too: created's release meets paid's lock "
+        "and must leave it (compare-and-delete answers 0), paid's finds its own expired: 2 per run",
+        releases_failed=ge(2 * RUNS), lost=eq(0)),
     row("s5", note="CAS on the business version: the late created matches 0 rows", **CORRECT),
     row("s5-rr", note="REPEATABLE READ: created's transaction fails with 40001 once, the retry is stale",
         retries=ge(RUNS), **CORRECT),

@@ -117,3 +117,14 @@ def test_s4b_wrong_about_half(chaos_cell, chaos_options, record_property):
     record_property("s4b_wrong_rate", str(rate))
     assert rate.k > 0, f"S4b never went wrong in {rate.n} races: {rate}"
     assert rate.value <= 0.85, f"S4b is a race, not always wrong: {rate}"
+
+
+def test_s4c_a_release_leaves_the_next_holders_lock(chaos_cell):
+    """S4c with paid (600 ms) outlasting the 500 ms TTL too: created's release (at 800 ms) meets
+    paid's lock, and a compare-and-delete must leave it; a release by plain DEL deletes it
+    (the `lock-without-owner-check` mutant, docs/mutants.md: 1 failed release per run)."""
+    cell = chaos_cell("s4c:paid_ms=600", runs=3).result
+    c = cell.counts
+    print(f"s4c paid 600 ms: releases failed {c.releases_failed} in {cell.run_count} runs, wrong "
+          f"{c.wrong_final_state_runs}/{cell.run_count}")
+    assert c.releases_failed >= 2 * cell.run_count, "each run's two releases must answer 0 (neither lock was theirs)"

@@ -2,15 +2,18 @@
 `redis_streams_chaos.guards` and `.faults`), outside the checkout: `python -m chaos run`
 finds them, and the guard runs in the consumer processes.
 
-The package is laid out as pip installs it (the module and its `.dist-info` with
-`entry_points.txt`) in a temporary site dir on PYTHONPATH; writing it directly keeps the
-test off the network that `pip install` of a source tree needs for its build backend."""
+The package is a wheel built here (the module, its `.dist-info` with `entry_points.txt`),
+installed by pip into a temporary site dir (`pip install --no-index --target`) that only
+PYTHONPATH names: no build backend, no network."""
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
 import os
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -52,14 +55,32 @@ team-nudge = team_chaos:Nudge
 """
 
 
-def _install(site: Path) -> None:
-    (site / "team_chaos").mkdir(parents=True)
-    (site / "team_chaos" / "__init__.py").write_text(MODULE)
-    info = site / "team_chaos-0.1.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: team-chaos\nVersion: 0.1\n")
-    (info / "entry_points.txt").write_text(ENTRY_POINTS)
-    (info / "RECORD").write_text("")
+def _wheel(folder: Path, entry_points: str) -> Path:
+    """team_chaos 0.1 as a pure-Python wheel."""
+    files = {
+        "team_chaos/__init__.py": MODULE,
+        "team_chaos-0.1.dist-info/METADATA": "Metadata-Version: 2.1\nName: team-chaos\nVersion: 0.1\n",
+        "team_chaos-0.1.dist-info/WHEEL": "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+        "team_chaos-0.1.dist-info/entry_points.txt": entry_points,
+    }
+    record = []
+    for name, text in files.items():
+        digest = base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b"=").decode()
+        record.append(f"{name},sha256={digest},{len(text.encode())}")
+    files["team_chaos-0.1.dist-info/RECORD"] = "\n".join(record + ["team_chaos-0.1.dist-info/RECORD,,"]) + "\n"
+    path = folder / "team_chaos-0.1-py3-none-any.whl"
+    with zipfile.ZipFile(path, "w") as wheel:
+        for name, text in files.items():
+            wheel.writestr(name, text)
+    return path
+
+
+def _install(site: Path, entry_points: str = ENTRY_POINTS) -> None:
+    wheel = _wheel(site.parent, entry_points)
+    done = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-index", "--no-deps",
+                           "--target", str(site), str(wheel)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-1500:]
+    assert (site / "team_chaos-0.1.dist-info" / "entry_points.txt").is_file()
 
 
 def _chaos(site: Path, *args: str) -> subprocess.CompletedProcess:
@@ -82,9 +103,7 @@ def test_an_installed_packages_guard_and_fault_run_in_a_real_cell(tmp_path):
 
 def test_an_entry_point_reusing_a_built_in_name_is_refused_naming_it(tmp_path):
     site = tmp_path / "site"
-    _install(site)
-    info = site / "team_chaos-0.1.dist-info" / "entry_points.txt"
-    info.write_text("[redis_streams_chaos.guards]\ncas = team_chaos:SkipGuard\n")
+    _install(site, "[redis_streams_chaos.guards]\ncas = team_chaos:SkipGuard\n")
     done = _chaos(site, "list")
     assert done.returncode == 254, (done.returncode, done.stderr[-500:])
     assert "entry point cas = team_chaos:SkipGuard" in done.stderr and "rename it" in done.stderr

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from chaos.checker import CellResult
+from chaos.results import CellResult
 from chaos.errors import RigFailure
 from chaos.expectations import Expectation, UnknownVerdict, assert_cell, expect, table
 from chaos.expectations.cells import Cell

@@ -31,7 +31,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -40,12 +40,13 @@ import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-from chaos.checker import HANDLED_EFFECTS, CellResult, Counts, FinalState, RunResult, check_run, summarize
+from chaos.checker import HANDLED_EFFECTS, check_run, summarize
 from chaos.cluster.health import rig_problems
 from chaos.cluster.rundirs import runs_dir
 from chaos.proxy.client import ToxiproxyError
 from chaos.errors import BadArguments
 from chaos.history import HistoryWriter, op_time, read_history
+from chaos.results import CellResult, Counts, FinalState, Phase, RunMetrics, RunResult
 from chaos.strategies.delivery.base import GROUP
 from chaos.strategies.plan import CONSUMER, PRODUCER, ProcessPlan
 from chaos.strategies.presets import Strategy, resolve
@@ -78,21 +79,6 @@ RIG_CHECK_EVERY_S = 0.05    # process checks of the rig (a poll and a /proc read
 RIG_PROBE_EVERY_S = 2.0     # network probes of the rig (PING, SELECT 1, the proxy API)
 RIG_CONFIRM_S = 3.0         # a failed probe is repeated with this timeout before it names anything
 RIG_JOIN_S = 5.0            # how long a fault thread may take to wind down once the rig failed
-
-
-@dataclass(frozen=True)
-class Phase:
-    """One phase of one run (seam P): reset, arm, workload, fault:<name>, heal, drain, stop,
-    check; `start`/`end` are time.monotonic() seconds, like the history's op times."""
-
-    run: int
-    name: str
-    start: float
-    end: float
-
-    @property
-    def duration_s(self) -> float:
-        return self.end - self.start
 
 
 class PrimaryRedis:
@@ -223,19 +209,6 @@ class RunContext(FaultContextBase):
 
     def record(self, phase: str, **value: Any) -> None:
         self._run.nemesis.op("info", "fault", value={"phase": phase, **value})
-
-
-@dataclass
-class RunMetrics:
-    """Timing of one run beside the checker's counts (throughput for the S2/S3 cells)."""
-
-    run: int
-    seed: int
-    wall_s: float
-    handled: int
-    work_s: float | None          # first publish -> last effect
-    throughput: float | None      # handled events per second of work_s
-    run_dir: str
 
 
 def _work_metrics(history: list[dict]) -> tuple[int, float | None, list[dict]]:
@@ -1123,8 +1096,8 @@ def run_cell(cluster: Any, preset: str | Strategy, faults: Sequence[Any] = (), r
     `workload_bound_s` replaces the workload's first bound (by default from its size) and
     `stall_s` how long without a useful op past it counts as stalled (verdict unknown).
     Besides the checker's fields, the result carries `run_root`, `run_dirs`, `metrics`
-    (RunMetrics per run), `wall_s`, `strategy`, `fault_errors`, `label`, `phases` (Phase of
-    every run) and `notes` (e.g. a fault that fired after the workload ended).
+    (RunMetrics per run), `wall_s`, `fault_errors`, `label`, `phases` (Phase of every run)
+    and `notes` (e.g. a fault that fired after the workload ended).
     """
     failpoints = dict(failpoints or {})
     _validate(time_scale, runs, failpoints, {"workload_bound_s": workload_bound_s, "stall_s": stall_s})
@@ -1159,11 +1132,9 @@ def run_cell(cluster: Any, preset: str | Strategy, faults: Sequence[Any] = (), r
                 break      # the rig is broken: the next runs would stand on it
     finally:
         cell.close()
-    summary = summarize(results)
-    summary.run_root, summary.metrics, summary.strategy = root, metrics, strategy
-    summary.run_dirs = [Path(m.run_dir) for m in metrics]
-    summary.wall_s, summary.fault_errors = time.monotonic() - started, fault_errors
-    summary.label, summary.phases, summary.notes = strategy.label(), phases, notes
+    summary = replace(summarize(results), run_root=root, run_dirs=[Path(m.run_dir) for m in metrics],
+                      metrics=metrics, wall_s=time.monotonic() - started, fault_errors=fault_errors,
+                      label=strategy.label(), phases=phases, notes=notes)
     _tidy(summary, keep_runs)
     if fault_errors and raise_fault_errors:
         from faults.interface import FaultError

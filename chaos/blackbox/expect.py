@@ -11,7 +11,7 @@ from typing import Any
 
 from chaos.blackbox.errors import ConfigError
 from chaos.blackbox.counts import BlackBoxCounts
-from chaos.checker import CellResult
+from chaos.results import CellResult
 from chaos.expectations.table import CELL_FIELDS, Compare, Expectation, satisfies
 
 OPS = ("==", ">=", "<=", ">", "<")

@@ -39,7 +39,8 @@ from chaos.blackbox.redis_state import StreamState, read_stream_state
 from chaos.blackbox.verdict import (OBSERVER, BlackBoxRun, check_blackbox_run, final_rows,
                                     wall_to_monotonic)
 from chaos.blackbox.workers import WorkerPool, parse_command, tail
-from chaos.checker import CellResult, FinalState, check_run, summarize
+from chaos.checker import check_run, summarize
+from chaos.results import CellResult, FinalState
 from chaos.errors import BadArguments
 from chaos.cluster import spawner
 from chaos.cluster.health import rig_problems

@@ -29,7 +29,8 @@ from chaos.blackbox.config import WorkerConfig
 from chaos.blackbox.counts import BlackBoxCounts
 from chaos.blackbox.effects import Effect
 from chaos.blackbox.redis_state import StreamState
-from chaos.checker import FinalState, RunResult, check_run
+from chaos.checker import check_run
+from chaos.results import FinalState, RunResult
 
 OBSERVER = "postgres"  # the process name of synthesized apply ops
 WRITES = ("INSERT", "UPDATE")

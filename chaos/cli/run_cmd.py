@@ -97,7 +97,8 @@ def run_one_cell(cluster: Any, preset: str, faults: list[str], parts: dict[str, 
 
     def partial(broken: list[str]) -> dict | None:
         """The cell so far; ``broken``: the rig failures that ended the run under way (unknown)."""
-        from chaos.checker import FinalState, check_run, summarize
+        from chaos.checker import check_run, summarize
+        from chaos.results import FinalState
         done = list(finished)
         if broken and not result:
             done.append(check_run([], FinalState(events=[]), run=len(done), seed=seed + len(done),

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from chaos.checker import COUNT_NAMES, UNKNOWN, CellResult
+from chaos.results import COUNT_NAMES, UNKNOWN, CellResult
 from chaos.params import parse_spec
 
 PER_RUN_COUNTS = frozenset({"wrong_final_state_runs"})  # at most one per run: shown as x/runs

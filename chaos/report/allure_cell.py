@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from chaos.cluster.servers import ENV as SERVER_ENV
-from chaos.checker import INVALID, LOST, REORDERED, UNEXPECTED, UNKNOWN, VALID, WRONG_FINAL_STATE, CellResult
+from chaos.results import INVALID, LOST, REORDERED, UNEXPECTED, UNKNOWN, VALID, WRONG_FINAL_STATE, CellResult
 from chaos.history import HistoryError, format_history, history_dir, read_history
 from chaos.report.rows import headline
 

@@ -17,7 +17,7 @@ import re
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from chaos.checker import UNKNOWN, CellResult
+from chaos.results import UNKNOWN, CellResult
 from chaos.expectations.table import Expectation, cell_name
 from chaos.strategies.presets import SLOTS
 

@@ -11,7 +11,7 @@ from typing import Iterable
 import psycopg
 import redis
 
-from chaos.checker import FinalState
+from chaos.results import FinalState
 from chaos.workload import schema
 from chaos.events import Event
 

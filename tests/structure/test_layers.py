@@ -94,6 +94,18 @@ def test_reports_do_not_import_worker_modules() -> None:
     assert not bad, "reports read results and histories, not worker modules:\n" + "\n".join(map(str, bad))
 
 
+def test_the_results_leaf_imports_nothing_of_the_house() -> None:
+    bad = [i for i in imports() if i.path == "chaos/results.py"]
+    assert not bad, ("chaos/results.py holds the result records at the bottom; it imports nothing of "
+                     "the project:\n" + "\n".join(map(str, bad)))
+
+
+def test_workers_do_not_import_the_checker() -> None:
+    bad = [i for i in imports() if i.path.startswith("chaos/workload/") and _within(i.module, "chaos.checker")]
+    assert not bad, ("worker processes write records (chaos.results), they never load the checker:\n"
+                     + "\n".join(map(str, bad)))
+
+
 def _cycles(edges: dict[str, set[str]]) -> list[list[str]]:
     """Strongly connected components of more than one node (Tarjan)."""
     index: dict[str, int] = {}

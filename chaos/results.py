@@ -1,0 +1,264 @@
+"""The result records: what a run and a cell measured, at the bottom of the house.
+
+Workers write a `FinalState`, the checker (chaos/checker.py, the algorithm only) turns a
+history and a final state into a `RunResult` and sums runs into a `CellResult`, and the
+orchestrator adds what it measured around the runs (`Phase`, `RunMetrics`, run dirs,
+notes) when it builds the cell's result. Everything above reads these records; this
+module imports nothing of the project, so a worker process never loads the checker.
+The meaning of every count is in docs/checker.md.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+VALID, INVALID, UNKNOWN = "valid", "invalid", "unknown"
+VERDICT_PRIORITY = {VALID: 0, UNKNOWN: 1, INVALID: 2}  # Jepsen's merge-valid: the worst wins
+SCHEMA_VERSION = 1
+
+# Anomaly kinds (Jepsen-style names). The first four are violations (see
+# chaos.checker.violations()); a wrong-final-state anomaly of an unsettled key is not.
+LOST, REORDERED, WRONG_FINAL_STATE, UNEXPECTED = "lost", "reordered", "wrong-final-state", "unexpected"
+DUPLICATED, PROJECTION_DRIFT = "duplicated", "projection-drift"
+UNHELD_EFFECT = "unheld-effect"  # an effect the workers claim that the projection does not hold
+
+
+@dataclass(frozen=True)
+class Phase:
+    """One phase of one run (seam P: the orchestrator's phases, docs/INTERFACES.md): reset,
+    arm, workload, fault:<name>, heal, drain, stop, check; `start`/`end` are
+    time.monotonic() seconds, like the history's op times."""
+
+    run: int
+    name: str
+    start: float
+    end: float
+
+    @property
+    def duration_s(self) -> float:
+        return self.end - self.start
+
+
+@dataclass
+class RunMetrics:
+    """Timing of one run beside the checker's counts (throughput for the S2/S3 cells)."""
+
+    run: int
+    seed: int
+    wall_s: float
+    handled: int
+    work_s: float | None          # first publish -> last effect
+    throughput: float | None      # handled events per second of work_s
+    run_dir: str
+
+
+@dataclass
+class FinalState:
+    """What the orchestrator reads after the drain (docs/INTERFACES.md section 5)."""
+
+    rows: dict[str, dict] = field(default_factory=dict)
+    projection: dict[str, int] = field(default_factory=dict)
+    stream_entries: list[dict] = field(default_factory=list)
+    pending: list[dict] = field(default_factory=list)
+    undelivered: list[dict] = field(default_factory=list)
+    dlq: list[dict] = field(default_factory=list)
+    outbox: list[dict] = field(default_factory=list)
+    events: list[dict] = field(default_factory=list)
+
+    def to_json(self) -> dict:
+        """Plain JSON, so a run dir can keep its final state and be checked again later."""
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict) -> FinalState:
+        """The inverse of to_json; a wrong shape is an error naming the field."""
+        if not isinstance(data, dict):
+            raise ValueError(f"a final state is a JSON object, got {type(data).__name__}")
+        unknown = set(data) - {f.name for f in fields(cls)}
+        if unknown:
+            raise ValueError(f"final state has unknown fields {sorted(unknown)}; "
+                             f"fields are {[f.name for f in fields(cls)]}")
+        for f in fields(cls):
+            value = data.get(f.name)
+            wanted = dict if f.name in ("rows", "projection") else list
+            if value is not None and not isinstance(value, wanted):
+                raise ValueError(f"final state field {f.name!r} must be a {wanted.__name__}, "
+                                 f"got {type(value).__name__}")
+        return cls(**{k: v for k, v in data.items() if v is not None})
+
+
+@dataclass
+class Counts:
+    """The measured figures of a run, or of a cell when summed (docs/checker.md defines each)."""
+
+    published: int = 0
+    lost: int = 0
+    recovered: int = 0
+    duplicated: int = 0
+    redelivered: int = 0
+    duplicate_entries: int = 0
+    reordered: int = 0
+    wrong_final_state_runs: int = 0
+    wrong_keys: int = 0
+    unsettled_keys: int = 0
+    pending_left: int = 0
+    undelivered: int = 0
+    dlq: int = 0
+    delivered: int = 0
+    handled: int = 0
+    handled_pending: int = 0
+    unexpected: int = 0
+    failed_publish_seen: int = 0
+    dropped: int = 0
+    indeterminate: int = 0
+    retries: int = 0
+    releases_failed: int = 0
+    projection_drift: int = 0
+    negative_drift: int = 0
+    unattempted: int = 0
+
+    def __add__(self, other: Counts) -> Counts:
+        return Counts(**{f.name: getattr(self, f.name) + getattr(other, f.name) for f in fields(self)})
+
+    def as_dict(self) -> dict[str, int]:
+        return asdict(self)
+
+
+COUNT_NAMES = tuple(f.name for f in fields(Counts))
+
+
+@dataclass
+class Anomaly:
+    """One kind of wrongness on one key in one run, with a few event ids as examples."""
+
+    kind: str
+    key: str | None
+    run: int
+    versions: list = field(default_factory=list)  # versions applied to the key, in applied order
+    examples: list[str] = field(default_factory=list)
+    count: int = 1  # events (or writes, for reordered) of this kind on this key
+    detail: str = ""
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class RunResult:
+    """The checker's answer for one run."""
+
+    run: int
+    counts: Counts
+    verdict: str
+    anomalies: list[Anomaly]
+    anomaly_counts: dict[str, int]
+    final_state: dict[str, dict]
+    unknown_reasons: list[str] = field(default_factory=list)
+    seed: int | None = None
+    # The framework's own parts that failed during the run (each names the component and
+    # carries its log tail); also among unknown_reasons. Any makes the verdict unknown.
+    rig_failures: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict:
+        """The `per_run` element of `run --json`: seed, counts (flat), final state."""
+        return {
+            "run": self.run, "seed": self.seed, "verdict": self.verdict, **self.counts.as_dict(),
+            "anomaly_counts": dict(self.anomaly_counts), "unknown_reasons": list(self.unknown_reasons),
+            "rig_failures": list(self.rig_failures),
+            "final_state": self.final_state,
+        }
+
+
+@dataclass
+class CellResult:
+    """Runs of one preset x fault cell: counts summed, verdicts merged, anomalies bounded
+    (chaos.checker.summarize), with what the orchestrator measured around them."""
+
+    counts: Counts
+    verdict: str
+    runs: list[RunResult]
+    anomalies: list[Anomaly]
+    anomaly_counts: dict[str, int]
+    unknown_reasons: list[str]
+    rig_failures: list[str] = field(default_factory=list)  # "run i: <component> ..." (RunResult's)
+    # The orchestrator's (chaos.orchestrator run_cell gives them when it builds the result);
+    # a result built by summarize() alone (the checker's own tests, a black-box session)
+    # leaves them at their defaults.
+    run_root: Path | None = None              # the cell's directory of run dirs
+    run_dirs: list[Path] = field(default_factory=list)   # run i's directory (may be tidied away)
+    metrics: list[RunMetrics] = field(default_factory=list)  # per run
+    wall_s: float | None = None               # the whole cell, reset to check of the last run
+    fault_errors: list[str] = field(default_factory=list)  # faults that did not act or heal
+    label: str | None = None                  # the strategy's label ("s5:consumers=4")
+    phases: list[Phase] = field(default_factory=list)    # of every run
+    notes: list[str] = field(default_factory=list)       # human sentences: a fault that missed
+
+    @property
+    def run_count(self) -> int:
+        return len(self.runs)
+
+    def count(self, name: str) -> int | str:
+        """A count by name (`lost`, ...), `verdict` or `runs`; bad names list the valid ones."""
+        if name == "runs":
+            return self.run_count
+        if name == "verdict":
+            return self.verdict
+        if name not in COUNT_NAMES:
+            raise KeyError(f"no count named {name!r}; counts are {', '.join(COUNT_NAMES)}, runs, verdict")
+        return getattr(self.counts, name)
+
+    def to_json(self, **context: Any) -> dict:
+        """The `run --json` object; the orchestrator supplies preset, fault, seed, ... as context.
+
+        `expected` may be an Expectation (serialized here, and `matches_expectation` and
+        `mismatches` computed unless given) or an already serialized dict or None.
+        """
+        expected = context.pop("expected", None)
+        mismatches = context.pop("mismatches", None)
+        matches = context.pop("matches_expectation", None)
+        if hasattr(expected, "mismatches"):
+            if mismatches is None:
+                mismatches = expected.mismatches(self)
+            expected = expected.to_json()
+        if matches is None:
+            matches = True if expected is None else not mismatches
+        out: dict[str, Any] = {
+            "schema_version": SCHEMA_VERSION,
+            "preset": context.pop("preset", None),
+            "fault": context.pop("fault", None),
+            "runs": context.pop("runs", self.run_count),
+            "seed": context.pop("seed", None),
+            "time_scale": context.pop("time_scale", None),
+            **self.counts.as_dict(),
+            "verdict": self.verdict,
+            "anomalies": [a.as_dict() for a in self.anomalies],
+            "anomaly_counts": dict(self.anomaly_counts),
+            "unknown_reasons": list(self.unknown_reasons),
+            "rig_failures": list(self.rig_failures),
+            "expected": expected,
+            "matches_expectation": matches,
+            "mismatches": list(mismatches or []),
+            "wall_s": context.pop("wall_s", None),
+            "run_dir": _jsonable_path(context.pop("run_dir", None)),
+            "reproduce": context.pop("reproduce", None),
+        }
+        out.update(context)
+        out["per_run"] = [r.to_json() for r in self.runs]
+        return out
+
+
+def _jsonable_path(value: Any) -> Any:
+    return None if value is None else str(value)
+
+
+def merge_verdicts(verdicts: Iterable[str]) -> str:
+    """The worst verdict (invalid > unknown > valid); no verdicts at all is unknown."""
+    worst = None
+    for verdict in verdicts:
+        if verdict not in VERDICT_PRIORITY:
+            raise ValueError(f"verdict {verdict!r} is not one of {sorted(VERDICT_PRIORITY)}")
+        if worst is None or VERDICT_PRIORITY[verdict] > VERDICT_PRIORITY[worst]:
+            worst = verdict
+    return worst or UNKNOWN

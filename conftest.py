@@ -6,6 +6,13 @@ When the package is pip-installed the `pytest11` entry point (named
 """
 from __future__ import annotations
 
+import fcntl
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import Any, Callable
+
 import pytest
 
 pytest_plugins = ["chaos.plugin"]
@@ -30,7 +37,7 @@ CHILD_SESSION_MODULES = {
 # Single tests far longer than their module's or kind's figure (node id prefixes; pytest
 # --durations of whole runs at -n 4, load 13-20): the two kill-consumer cells that work off
 # 2000 jobs of 5 ms after the kill, the WAIT comparison (two failover cells), the shard test
-# that collects the whole suite four times.
+# that collects the whole suite twice.
 LONG_TESTS = {
     "suites/delivery/test_kill_consumer.py::test_kill_consumer_cell[ack-after:respawn=1": 50.0,
     "suites/failover/test_failover.py::test_wait_confirmed_producer_loses_far_less": 50.0,
@@ -64,6 +71,35 @@ def dispatch_order(items: list[pytest.Item], workers: int) -> list[pytest.Item]:
     heads, tails, middle = ranked[:workers], ranked[-workers:], ranked[workers:-workers]
     paired = [item for pair in zip(heads, tails) for item in pair]
     return paired + middle
+
+
+@pytest.fixture(scope="session")
+def shared_once(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str, Callable[[Path], Any]], Any]:
+    """``shared_once(name, build)``: ``build(folder)``'s JSON-able result, made once per session
+    even under xdist. A module- or session-scoped fixture runs once per xdist worker that gets
+    one of its tests; an expensive one (a nested pytest session, a generated report) through
+    this runs once: the first worker to ask builds it under a lock, in the base temp dir all
+    workers of the session share, and the others read its result (and its files). A build that
+    fails leaves no result, so the next worker to ask tries again and fails on its own."""
+    base = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        base = base.parent                      # the controller's base temp, shared by its workers
+
+    def once(name: str, build: Callable[[Path], Any]) -> Any:
+        folder = base / f"shared-{name}"
+        folder.mkdir(exist_ok=True)
+        with open(folder / ".lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            done = folder / "result.json"
+            if done.exists():
+                return json.loads(done.read_text())
+            work = folder / "work"
+            shutil.rmtree(work, ignore_errors=True)
+            work.mkdir()
+            result = build(work)
+            done.write_text(json.dumps(result))
+            return result
+    return once
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -147,25 +147,31 @@ INNER = textwrap.dedent('''
 
 
 @pytest.fixture(scope="module")
-def report(tools, tmp_path_factory) -> dict:
-    """Run the inner session, generate the Allure 3 report; the report's data files by test name."""
+def report(tools, shared_once) -> dict:
+    """Run the inner session, generate the Allure 3 report; the report's data files by test name.
+    Once per session: xdist workers that get tests of this module share the one report."""
     allure, _ = tools
-    work = tmp_path_factory.mktemp("browser-check")
-    results, out = work / "allure-results", work / "allure-report"
-    (work / "test_team_cells.py").write_text(INNER)
-    env = {**os.environ, "PYTHONPATH": f"{REPO}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly",
-                           f"--alluredir={results}", "--chaos-seed=11", "test_team_cells.py"],
-                          cwd=work, env=env, capture_output=True, text=True, timeout=600)
-    assert "2 failed, 2 passed" in proc.stdout, proc.stdout[-3000:] + proc.stderr[-3000:]
-    gen = subprocess.run([*allure, "generate", "--config", str(REPO / "reports" / "allurerc.json"), "-o", str(out),
-                          str(results)], capture_output=True, text=True, timeout=300, cwd=work)
-    assert gen.returncode == 0, gen.stdout + gen.stderr
+
+    def build(work: Path) -> dict:
+        results, out = work / "allure-results", work / "allure-report"
+        (work / "test_team_cells.py").write_text(INNER)
+        env = {**os.environ, "PYTHONPATH": f"{REPO}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+        proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly",
+                               f"--alluredir={results}", "--chaos-seed=11", "test_team_cells.py"],
+                              cwd=work, env=env, capture_output=True, text=True, timeout=600)
+        assert "2 failed, 2 passed" in proc.stdout, proc.stdout[-3000:] + proc.stderr[-3000:]
+        gen = subprocess.run([*allure, "generate", "--config", str(REPO / "reports" / "allurerc.json"), "-o",
+                              str(out), str(results)], capture_output=True, text=True, timeout=300, cwd=work)
+        assert gen.returncode == 0, gen.stdout + gen.stderr
+        return {"dir": str(out), "results": str(results)}
+
+    built = shared_once("browser-report", build)
+    out = Path(built["dir"])
     tests = {}
     for path in (out / "data" / "test-results").glob("*.json"):
         data = json.loads(path.read_text())
         tests[data["fullName"].rpartition("#")[2].rpartition(".")[2]] = data
-    return {"dir": out, "tests": tests, "results": results}
+    return {"dir": out, "tests": tests, "results": Path(built["results"])}
 
 
 def _attachments(node: dict) -> list[dict]:

@@ -3,8 +3,13 @@
 Two mutants run for real (a guard in the consumer processes, a delivery part in the
 orchestrator), each through the open registries; the control runs the same first row with
 the built-in part and must keep it. Also: each mutant has rows to run against, and its
-broken part is gone from the registries after its run."""
+broken part is gone from the registries after its run, and bad input is refused in one line."""
 from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -32,3 +37,16 @@ def test_a_mutant_is_killed_and_its_control_is_not(name, cluster):
     assert control.cells[0].cell == killed.cells[0].cell
     assert not control.killed and control.cells[0].outcome == "kept", control
     assert not any(cls.name in GUARDS or cls.name in DELIVERIES for cls in m.replaces.values())
+
+
+@pytest.mark.parametrize(("args", "says"), [
+    (["--only", "no-such-mutant"], "unknown mutant 'no-such-mutant'; mutants are: cas-without-version"),
+    (["--max-cells", "0"], "--max-cells 0 must be >= 1"),
+])
+def test_bad_input_is_one_line_and_exit_254_before_any_server(args, says):
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run([sys.executable, "-m", "chaos", "mutants", *args], capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(root)}, timeout=60)
+    assert done.returncode == 254, done.stderr
+    assert says in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert done.stdout == ""

@@ -376,7 +376,8 @@ def _check_run(history: list[dict], final: FinalState, run: int, reasons: list[s
                    for k, row in final.rows.items()}
     _check_final_state(published_by_key, final_state, scan, redis_ids, counts, anomalies)
     _check_projection(final.projection, scan, counts, anomalies)
-    if counts.unattempted and "unattempted" not in explained:
+    if counts.unattempted and "unattempted" not in explained and not reasons:
+        # (a run already unknown, cut short by a stall or a dead worker, explains what it never tried)
         reasons.append(f"{counts.unattempted} intended events were never attempted (no publish, no outbox "
                        "row, no delivery): the run did not do what it planned and no fault explains it")
     if violations(counts):

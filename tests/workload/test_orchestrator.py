@@ -203,14 +203,19 @@ def test_a_stalled_run_ends_unknown_with_its_reason(cluster):
 
 
 def test_a_run_that_keeps_progressing_is_not_cut(cluster):
-    """40 events of 50 ms each on one consumer need ~2 s of work: far past a 0.3 s bound, but
-    every job is progress, so the run ends valid."""
-    cell = run_cell(cluster, "s1", runs=1, time_scale=1.0, workload_bound_s=0.3, stall_s=0.5,
-                    parts={"workload": "many-orders:keys=20,events=2,gap_ms=0,cost_ms=50"})
+    """60 events of 50 ms each on one consumer need ~3 s of work: far past a 0.3 s bound and
+    past bound + stall (1.8 s), where a stall clock that progress did not reset would cut it;
+    but every job is progress, so the run ends valid. The stall allowance is 30 jobs' worth
+    (it was 10, 0.5 s, and a consumer descheduled that long beside two CPU hogs, load 9-10,
+    cut the run: the allowance must hold a loaded box's scheduling gaps, the work must
+    outlast it)."""
+    bound_s, stall_s = 0.3, 1.5
+    cell = run_cell(cluster, "s1", runs=1, time_scale=1.0, workload_bound_s=bound_s, stall_s=stall_s,
+                    parts={"workload": "many-orders:keys=30,events=2,gap_ms=0,cost_ms=50"})
     assert cell.verdict == "valid", cell.unknown_reasons
-    assert cell.counts.handled == 40
+    assert cell.counts.handled == 60
     workload = next(p for p in cell.phases if p.name == "workload")
-    assert workload.end - workload.start > 1.0   # it really ran past its bound
+    assert workload.end - workload.start > bound_s + stall_s   # it really ran past bound and stall
 
 
 def test_bad_bounds_are_rejected(cluster):

@@ -61,7 +61,7 @@ from chaos.workload.progress import ProgressWatch
 from faults.context import FaultContextBase
 
 TERMINATING = {signal.SIGKILL, signal.SIGTERM, signal.SIGINT, signal.SIGQUIT}
-CONSUMER_FAILPOINTS = {"after_read", "mid_batch", "before_apply", "before_lock", "before_commit",
+CONSUMER_FAILPOINTS = {"after_read", "mid_batch", "before_apply", "in_work", "before_lock", "before_commit",
                        "after_commit", "after_apply_before_ack"}
 PRODUCER_FAILPOINTS = {"before_publish"}
 ROLE_FAILPOINTS = {"dispatcher": {"before_publish", "after_xadd_before_mark", "after_publish_fail"},
@@ -1150,7 +1150,8 @@ def _check_faults(cell: _Cell, specs: list[Any], producer_plans: list[ProcessPla
     roles = cell.plan_roles(producer_plans)
     points = {role: ROLE_FAILPOINTS.get(role) or (PRODUCER_FAILPOINTS if role == PRODUCER else CONSUMER_FAILPOINTS)
               for role in roles}
-    plan = Plan(roles=roles, failpoints=points)
+    plan = Plan(roles=roles, failpoints=points, strategy=cell.strategy,
+                backend=str(getattr(cell.cluster, "backend", "")))
     for fault in cell.new_faults():
         fault.check(plan)
 

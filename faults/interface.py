@@ -58,12 +58,16 @@ class Plan:
     """What a run will start, for checking a fault against it before anything starts.
 
     ``roles`` maps a role (``consumer``, ``producer``...) to its process names and
-    ``failpoints`` maps a role to the failpoint names its workers carry.
+    ``failpoints`` maps a role to the failpoint names its workers carry. ``strategy`` (a
+    chaos.strategies.presets.Strategy, None for a black-box consumer) and ``backend`` (native,
+    compose, external; empty when not known yet) let a fault refuse a run it does not fit.
     """
 
     roles: dict[str, list[str]] = field(default_factory=dict)
     failpoints: dict[str, set[str]] = field(default_factory=dict)
     links: set[str] = field(default_factory=lambda: {"redis", "replica", "postgres", "replication"})
+    strategy: Any = None
+    backend: str = ""
 
 
 class FaultError(RuntimeError):

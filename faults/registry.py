@@ -29,6 +29,9 @@ FAULTS: dict[str, str] = {
     "maxmemory": "faults.maxmemory:MaxMemory",
     "replica-overflow": "faults.replica_overflow:ReplicaOverflow",
     "sentinel-failover": "faults.sentinel_failover:SentinelFailover",
+    "group-loss": "faults.group_loss:GroupLoss",
+    "delete-consumer": "faults.delete_consumer:DeleteConsumer",
+    "long-job": "faults.long_job:LongJob",
 }
 extensions.attach("faults", FAULTS)
 

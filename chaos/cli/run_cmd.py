@@ -55,12 +55,16 @@ class Progress:
         print(line, end=end, file=sys.stderr, flush=True)
 
 
-def _check_inputs(preset: str, faults: list[str], parts: dict[str, str]) -> Any:
+def _check_inputs(preset: str, faults: list[str], parts: dict[str, str], backend: str | None = None) -> Any:
+    """The strategy, once every fault fits it (BadArguments naming the fix, before a server starts)."""
+    from chaos.cluster import check_backend
     from chaos.strategies.presets import resolve
+    from faults.interface import Plan
     from faults.registry import get_fault
     strategy = resolve(preset, parts=parts)
+    plan = Plan(strategy=strategy, backend=check_backend(backend))
     for spec in faults:
-        get_fault(spec)
+        get_fault(spec).check(plan)
     return strategy
 
 
@@ -191,7 +195,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if not args.preset:
         raise BadArguments('give --preset NAME (see `python -m chaos list`) or --worker-cmd "..." --worker-config FILE')
     parts = _parts(args.part)
-    _check_inputs(args.preset, args.fault or [], parts)
+    _check_inputs(args.preset, args.fault or [], parts, args.backend)
     root = _runs_root(args)
     failures.crash_site.partial_json = lambda broken: (failures.crash_site.cell_json
                                                        and failures.crash_site.cell_json(broken))
@@ -240,7 +244,7 @@ def cmd_matrix(args: argparse.Namespace) -> int:
     runs = None if args.runs is None else _positive(str(args.runs), "--runs", int)
     scale = _positive(str(args.time_scale), "--time-scale")
     for cell in planned:
-        _check_inputs(cell.preset, list(cell.faults), dict(cell.parts))
+        _check_inputs(cell.preset, list(cell.faults), dict(cell.parts), args.backend)
     if args.out:
         _writable(Path(args.out).parent, f"--out {args.out}", "give a path in a writable dir")
     root = _runs_root(args)

@@ -88,11 +88,12 @@ PRESETS: dict[str, Preset] = {p.name: p for p in [
     Preset("p4", "2 consumers in one group + event-carried state, conditional upsert (no row beforehand)",
            guard="state-carried"),
     Preset("recommended", "S2 sharding by key + CAS on business version + inbox by event_id",
-           delivery="sharded:shards=4,respawn=1", guard="inbox:cas=1", workload="many-orders:resend=1",
+           delivery="sharded:shards=4,respawn=1,on_nogroup=recreate-from-0", guard="inbox:cas=1", workload="many-orders:resend=1",
            notes="S2 over S3: no single reader to lose, and a shard's consumer is an ordinary "
                  "group consumer, restarted under its name when it dies (as a deployment's "
                  "supervisor does), so its PEL is recovered and its stream read on; CAS makes any "
-                 "residual reorder (redelivery, failover, resharding) harmless; the inbox drops resends."),
+                 "residual reorder (redelivery, failover, resharding) harmless; the inbox drops resends. A consumer whose group is gone (an evicted stream, a Redis "
+                 "restarted empty) recreates it from 0, so it reads what was published since the loss."),
 ]}
 
 extensions.attach("presets", PRESETS)

@@ -10,7 +10,9 @@ after their apply, as before, but their replies are not waited for: they are rea
 next read (at most UNCONFIRMED_ACKS owed), and each entry's ack op is written then, once its
 XACK is confirmed; that round trip per entry was most of a cost-0 consumer's CPU and Redis's. In drain mode (SIGUSR1), or all along with claim=always,
 it first runs XAUTOCLAIM with the min-idle time (`via: claim`). A broken link is
-logged and retried; the process only ends on SIGTERM.
+logged and retried; the process only ends on SIGTERM, or when its group is gone (NOGROUP)
+and its `on_nogroup` policy says `fail`. The other policies back off, then recreate the
+group from `0` or from `$` (`info group` op, shown on the timeline).
 
 In the drain a consumer never takes work from another live consumer's hands: each one
 keeps the entries it holds (the rest of its read batch or of its claimed page) from going
@@ -30,11 +32,14 @@ from chaos.strategies.ack import AckPolicy
 from chaos.strategies.guards import GUARDS
 from chaos.strategies.part import build
 from chaos.workload.env import WorkerEnv
+from chaos.workload.failpoints import failpoint_dir
 from chaos.workload.jobs import JobRunner, delivery_count
 from chaos.workload.link import settle
 
 LINK_ERRORS = (redis.ConnectionError, redis.TimeoutError, OSError)
 REFUSED = ("NOREPLICAS", "OOM")     # XREADGROUP and XACK are writes: a primary may refuse them
+# the group is gone: NOGROUP, or UNBLOCKED for a read blocked when its stream key was deleted
+GROUP_GONE = ("NOGROUP", "UNBLOCKED")
 # XACKs sent and not yet confirmed, at most (link.send_only): their replies are read with the
 # next read, or once this many are owed, or before a failpoint acts. A SIGKILL from outside may
 # find that many sent and unconfirmed (no ack op written); through the proxy some of them may
@@ -121,6 +126,33 @@ class GroupReader:
         return ("XREADGROUP", "GROUP", self.group, self.consumer, "COUNT", self.count,
                 *(("NOACK",) if self.ack.uses_noack else ()), "STREAMS", *self.streams, *[">"] * len(self.streams))
 
+    def group_gone(self, exc: redis.ResponseError) -> bool:
+        """After NOGROUP: True once the group is recreated (read on), False when the policy is
+        `fail` (the process leaves, marked as an intended exit); re-raises any other error."""
+        if str(exc).split(" ", 1)[0] not in GROUP_GONE:
+            raise exc
+        policy = self.env.spec.get("on_nogroup", "fail")
+        error = str(exc)[:200]
+        if policy == "fail":
+            self.env.op("info", "group", value={"group": "gone", "policy": policy, "error": error})
+            marker = failpoint_dir(self.env.run_dir) / f"{self.env.name}.nogroup.kill"
+            marker.parent.mkdir(parents=True, exist_ok=True)
+            marker.touch()   # the orchestrator counts the exit as intended (the policy chose it)
+            return False
+        self.env.sleep_ms(float(self.env.spec.get("nogroup_backoff_ms", 0)))
+        start = "$" if policy.endswith("$") else "0"
+        made = []
+        for stream in self.streams:
+            try:
+                self.r.xgroup_create(stream, self.group, id=start, mkstream=True)
+                made.append(stream)
+            except redis.ResponseError as busy:
+                if not str(busy).startswith("BUSYGROUP"):
+                    raise
+        self.env.op("info", "group", value={"group": "recreated" if made else "exists", "from": start,
+                                             "streams": made, "policy": policy, "error": error})
+        return True
+
     def link_broken(self, exc: Exception) -> None:
         self.env.op("info", "log", value={"link": "broken", "error": f"{type(exc).__name__}: {exc}"})
         try:
@@ -190,10 +222,13 @@ def main(env: WorkerEnv) -> int:
             runner.hold_ack = False
             reader.link_broken(exc)
         except redis.ResponseError as exc:
-            if str(exc).split(" ", 1)[0] not in REFUSED:
-                raise
             runner.hold_ack = False
-            reader.link_broken(exc)   # the primary refused (min-replicas-to-write, maxmemory): retry, do not die
+            if str(exc).split(" ", 1)[0] in REFUSED:
+                reader.link_broken(exc)   # the primary refused (min-replicas-to-write, maxmemory): retry, do not die
+                continue
+            runner.deferred.clear()       # their XACKs would find no PEL: the group they were read from is gone
+            if not reader.group_gone(exc):
+                return 0
     try:
         runner.flush_acks(r)  # asked to stop: what was processed is acked, as before the stop
     except (*LINK_ERRORS, redis.ResponseError) as exc:

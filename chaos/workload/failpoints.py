@@ -2,7 +2,7 @@
 
 A worker's spec lists `{name: {"action": "kill"|"pause"|"signal"|"fail", "after": n,
 "count": 1, "pause_ms": ..., "etype"/"key"/"event_id": ...}}`. The hits after the first
-`after` fire, `count` times. The selectors limit a failpoint to matching events, which is
+`after` fire, `count` times (with `every` = k: every k-th hit after those). The selectors limit a failpoint to matching events, which is
 how a test makes the `created` consumer reach the lock last (S4a wrong every run)
 without touching the guard's code. Actions: `kill` = SIGKILL itself (a marker file tells
 the orchestrator the death was intended); `pause` = sleep pause_ms (scaled); `signal` =
@@ -19,13 +19,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-NAMES = ("after_read", "mid_batch", "after_apply_before_ack", "before_apply", "before_lock",
+NAMES = ("after_read", "mid_batch", "after_apply_before_ack", "before_apply", "in_work", "before_lock",
          "before_commit", "after_commit", "after_xadd_before_mark", "before_publish", "after_publish_fail",
          "before_ack")   # before_ack: the S3 acker, a worker's entry done, its XACK not yet sent
 ACTIONS = ("kill", "pause", "signal", "fail")
 NO_FAIL = {"after_commit": "the effect has committed"}   # places where nothing is left to fail
 SELECTORS = ("etype", "key", "event_id")
-_KEYS = {"action", "after", "count", "pause_ms", *SELECTORS}
+_KEYS = {"action", "after", "count", "every", "pause_ms", *SELECTORS}
 
 
 class FailpointFailure(Exception):
@@ -42,6 +42,7 @@ class Failpoint:
     action: str
     after: int = 0
     count: int = 1
+    every: int = 0
     pause_ms: float = 100.0
     etype: str | None = None
     key: str | None = None
@@ -55,6 +56,8 @@ class Failpoint:
                 return False
         self.hits += 1
         if self.hits <= self.after or self.fired >= self.count:
+            return False
+        if self.every > 1 and (self.hits - self.after - 1) % self.every:
             return False
         self.fired += 1
         return True

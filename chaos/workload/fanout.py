@@ -25,6 +25,8 @@ import threading
 import traceback
 from typing import Any
 
+import redis
+
 from chaos.cluster.sentinel_client import spec_client
 from chaos.strategies.ack import AckPolicy
 from chaos.strategies.delivery.sharded import shard_of
@@ -222,6 +224,9 @@ def main(env: WorkerEnv) -> int:
                     dispatch(stream, entry_id, fields, "read", 1)
         except LINK_ERRORS as exc:
             reader.link_broken(exc)
+        except redis.ResponseError as exc:
+            if not reader.group_gone(exc):   # NOGROUP with on_nogroup=fail: leave (anything else raises)
+                break
     for pipe in pipes:
         pipe.close()
     died = acker.worker_died.is_set()

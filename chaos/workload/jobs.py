@@ -92,6 +92,8 @@ class JobRunner:
         return ev
 
     def work(self, ev: Event) -> None:
+        if "in_work" in self.env.failpoints.armed:   # a job that runs long (fault long-job)
+            self.env.failpoints.hit("in_work", **ev.op_fields())
         self.env.sleep_ms(ev.cost_ms)
         if ev.poison:
             raise PoisonJob(f"poison job {ev.event_id}")

@@ -16,6 +16,7 @@ from chaos.strategies.plan import CONSUMER, ProcessPlan
 from chaos.events import Event
 
 GROUP = "g"
+NOGROUP_POLICIES = ("fail", "recreate-from-0", "recreate-from-$")
 STREAM = "orders"
 
 COMMON = (
@@ -25,6 +26,11 @@ COMMON = (
     Param("claim", "drain", "when consumers run XAUTOCLAIM", choices=("drain", "always", "never")),
     Param("respawn", False, "restart a killed consumer under its consumer name"),
     Param("respawn_ms", 0.0, "delay before the restart", minimum=0),
+    Param("on_nogroup", "fail", "what a consumer does when its group is gone (NOGROUP: the stream evicted, "
+          "Redis restarted empty): recreate it from 0 (recommended: reads what was published since), "
+          "from $ (skips it), or exit", choices=NOGROUP_POLICIES),
+    Param("nogroup_backoff_ms", 200.0, "how long a consumer backs off after NOGROUP before it recreates "
+          "the group (a client's retry delay)", minimum=0),
 )
 
 
@@ -48,7 +54,8 @@ class Delivery(Part):
     def consumer_spec(self, consumer: str, streams: list[str], job: dict[str, Any]) -> dict[str, Any]:
         """The spec of one group consumer; `job` carries the guard and ack policy specs."""
         return {"consumer": consumer, "streams": streams, "group": GROUP, "count": self.count,
-                "block_ms": self.block_ms, "claim_idle_ms": self.claim_idle_ms, "claim": self.claim, **job}
+                "block_ms": self.block_ms, "claim_idle_ms": self.claim_idle_ms, "claim": self.claim,
+                "on_nogroup": self.on_nogroup, "nogroup_backoff_ms": self.nogroup_backoff_ms, **job}
 
     def consumer_plan(self, name: str, streams: list[str], job: dict[str, Any]) -> ProcessPlan:
         return ProcessPlan(name, "consumer", CONSUMER, self.consumer_spec(name, streams, job),

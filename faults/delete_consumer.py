@@ -1,0 +1,95 @@
+"""delete-consumer: `XGROUP DELCONSUMER` of a consumer that still has entries pending.
+
+A clean-up script that removes "idle" consumers during or after a deploy drops their PEL
+entries with them (redis/redis#9745; ThreeDotsLabs/watermill-redisstream#24): the entries
+stay in the stream, but no consumer owns them, so no XAUTOCLAIM and no re-read of one's own
+PEL (`XREADGROUP .. 0`) finds them again. `when=dead`: the consumer is SIGKILLed first and
+deleted right after (the clean-up script's case: before a restart under its name could read
+its PEL); `when=alive`: deleted while it works (its next XREADGROUP makes it again, with an
+empty PEL; its XACKs of the dropped entries then match nothing).
+
+The fault records which entries and events were dropped; the checker names the lost events
+among them `pel-dropped`.
+"""
+from __future__ import annotations
+
+import signal
+import time
+from typing import Any
+
+from chaos.params import Param
+from chaos.strategies.delivery.base import GROUP
+from faults.helpers import pick_worker, process_alive, wait_for_entries, wait_until, workload_streams
+from faults.interface import Fault, FaultContext, FaultError
+
+# KEYS: streams; ARGV[1]: the group; ARGV[2]: the consumer. Per stream: {stream, {entry id, event id}...}
+_DROP = """local out = {}
+for _, key in ipairs(KEYS) do
+  local dropped = {}
+  if redis.call('EXISTS', key) == 1 then
+    local ok, pel = pcall(redis.call, 'XPENDING', key, ARGV[1], '-', '+', 100000, ARGV[2])
+    if ok then
+      for _, p in ipairs(pel) do
+        local event = false
+        local entry = redis.call('XRANGE', key, p[1], p[1])[1]
+        if entry then
+          for i = 1, #entry[2], 2 do
+            if entry[2][i] == 'event_id' then event = entry[2][i + 1] break end
+          end
+        end
+        dropped[#dropped + 1] = p[1]
+        dropped[#dropped + 1] = event
+      end
+      redis.call('XGROUP', 'DELCONSUMER', key, ARGV[1], ARGV[2])
+    end
+  end
+  out[#out + 1] = {key, dropped}
+end
+return out"""
+
+
+def delete_consumer(client: Any, streams: list[str], group: str, consumer: str) -> dict[str, Any]:
+    """XGROUP DELCONSUMER on every stream, in one script with the read of what it drops."""
+    reply = client.eval(_DROP, len(streams), *streams, group, consumer)
+    entries: dict[str, list[str]] = {}
+    events: list[str] = []
+    for stream, flat in reply:
+        entries[stream] = list(flat[::2])
+        events += [e for e in flat[1::2] if e]
+    return {"dropped_entries": entries, "dropped_events": events}
+
+
+class DeleteConsumer(Fault):
+    name = "delete-consumer"
+    description = ("XGROUP DELCONSUMER of a consumer with entries pending (a clean-up script): its PEL "
+                   "entries are dropped; when=dead kills it first, when=alive deletes it while it works")
+    params = (
+        Param("when", "dead", "dead: SIGKILL the consumer, then delete it at once; alive: delete it "
+              "while it works", choices=("dead", "alive")),
+        Param("target", "", "the consumer process (empty: one drawn from the run's seed)"),
+        Param("role", "consumer", "its role (reader for the fan-out delivery)"),
+        Param("after_entries", 1, "wait until the workload's streams hold this many entries",
+              kind=int, minimum=0),
+        Param("at_ms", 500, "then wait this long"),
+        Param("wait_ms", 30000, "how long to wait for after_entries (unscaled)"),
+    )
+
+    def run(self, ctx: FaultContext) -> None:
+        if self.after_entries:
+            wait_for_entries(ctx, self.after_entries, self.wait_ms / 1000, self.name)
+        ctx.sleep(self.at_ms)
+        worker = pick_worker(ctx, self.role, self.target)
+        consumer = worker.name.partition("#")[0]   # a restarted process keeps its consumer name
+        client = ctx.cluster.direct_redis("primary")
+        streams = workload_streams(client)
+        if self.when == "dead":
+            worker.kill(signal.SIGKILL)
+            if not wait_until(lambda: not process_alive(worker.pid), 5.0, 0.0005):
+                raise FaultError(f"fault {self.name!r}: {worker.name} (pid {worker.pid}) outlived its SIGKILL")
+        started = time.monotonic()
+        dropped = delete_consumer(client, streams, GROUP, consumer)
+        ctx.record("start", name=self.name, spec=self.spec, worker=worker.name, consumer=consumer,
+                   when=self.when, **dropped)
+        ctx.record("stop", name=self.name, worker=worker.name,
+                   dropped=sum(len(v) for v in dropped["dropped_entries"].values()),
+                   delete_s=round(time.monotonic() - started, 4))

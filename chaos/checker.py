@@ -25,6 +25,8 @@ from chaos.results import (  # noqa: F401 - the records' old home: these names s
     COUNT_NAMES, DUPLICATED, INVALID, LOST, PROJECTION_DRIFT, REORDERED, SCHEMA_VERSION, UNEXPECTED, UNHELD_EFFECT,
     UNKNOWN, VALID, VERDICT_PRIORITY, WRONG_FINAL_STATE, Anomaly, CellResult, Counts, FinalState, RunResult,
     merge_verdicts)
+from chaos.vanished import DETAILS as VANISHED_DETAILS
+from chaos.vanished import Vanished, overlaps
 
 MAX_ANOMALIES_PER_KIND = 10  # per run and per cell; the counts stay exact
 MAX_EXAMPLES = 5
@@ -156,6 +158,7 @@ class _RunScan:
         self.retries = 0
         self.releases_failed = 0
         self.unprojected: set[str | None] = set()  # keys whose writes say they bump no projection
+        self.vanished = Vanished()   # events whose entries a field fault removed (chaos/vanished.py)
 
     def scan(self, history: Iterable[dict]) -> None:
         try:
@@ -213,6 +216,7 @@ class _RunScan:
                 value = op.get("value")
                 if isinstance(value, dict) and value.get("phase") == "start":
                     self._fault_starts(op)
+                    self.vanished.note(value)
             elif f == "failpoint":
                 self._fault_starts(op)
             elif f == "retry":
@@ -366,7 +370,7 @@ def _check_run(history: list[dict], final: FinalState, run: int, reasons: list[s
     counts = Counts(pending_left=len(final.pending), undelivered=len(final.undelivered),
                     dlq=len(final.dlq), retries=scan.retries, releases_failed=scan.releases_failed)
     anomalies = _Anomalies(run)
-    published_by_key = _count_events(scan, redis_ids, counts, anomalies)
+    published_by_key = _count_events(scan, redis_ids, counts, anomalies, history)
     for key, n in scan.reorders.items():
         counts.reordered += n
         anomalies.add(REORDERED, key, count=n, versions=scan.applied_versions[key],
@@ -494,8 +498,8 @@ def _commit_would_write(ev: _Event, at: float, writes: list) -> bool:
         return False
 
 
-def _count_events(scan: _RunScan, ids: dict[str, set[str]], counts: Counts,
-                  anomalies: _Anomalies) -> dict[str, list[tuple[Any, str | None, str]]]:
+def _count_events(scan: _RunScan, ids: dict[str, set[str]], counts: Counts, anomalies: _Anomalies,
+                  history: list[dict] = ()) -> dict[str, list[tuple[Any, str | None, str]]]:
     """The per-event counts; returns each key's published (version, etype, event_id)."""
     published_by_key: dict[str, list[tuple[Any, str | None, str]]] = defaultdict(list)
     by_kind: dict[str, dict[str | None, list[str]]] = {LOST: defaultdict(list), DUPLICATED: defaultdict(list),
@@ -543,11 +547,16 @@ def _count_events(scan: _RunScan, ids: dict[str, set[str]], counts: Counts,
             counts.unattempted += 1  # intended, and no process ever tried to publish it
     _check_accounting(len(scan.events), counts, published_indeterminate, ids["intended"])
     details = {LOST: "published, never handled", DUPLICATED: "effect applied more than once",
-               UNEXPECTED: "delivered or handled although no process ever published it"}
+               UNEXPECTED: "delivered or handled although no process ever published it", **VANISHED_DETAILS}
+    by_kind = {**scan.vanished.split(by_kind.pop(LOST)), **by_kind}   # lost: named by how, where a fault says
+    concurrent = overlaps(history, [e for eids in by_kind[DUPLICATED].values() for e in eids])
     for kind, per_key in by_kind.items():
         for key, eids in per_key.items():
+            detail = details[kind]
+            if kind == DUPLICATED and any(e in concurrent for e in eids):
+                detail += "; " + concurrent[next(e for e in sorted(eids) if e in concurrent)]
             anomalies.add(kind, key, count=len(eids), examples=eids,
-                          versions=scan.applied_versions.get(key, []), detail=details[kind])
+                          versions=scan.applied_versions.get(key, []), detail=detail)
     return published_by_key
 
 

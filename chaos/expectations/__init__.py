@@ -33,7 +33,7 @@ from chaos.expectations.table import (
 )
 
 AREA_MODULES = ("ordering", "delivery", "producer", "redelivery", "failover", "outbox", "production",
-                "load", "sentinel")
+                "load", "sentinel", "operations")
 
 __all__ = [
     "AREA_MODULES", "NO_FAULT", "RUNS", "Expectation", "ExpectationError", "ExpectationTable",

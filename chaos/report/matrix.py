@@ -47,6 +47,7 @@ class PlannedCell:
     parts: Mapping[str, str] = field(default_factory=dict)
     runs: int = DEFAULT_RUNS
     expected: Any = None              # chaos.expectations.Expectation | None
+    unfit: str = ""                   # why a fault refuses this preset (a pair without a row): not run
 
     @property
     def fault(self) -> str:
@@ -66,7 +67,10 @@ def split_by_topology(cells: Iterable[PlannedCell], topology: str) -> tuple[list
     """(cells this topology runs, the others as `{area, preset, fault, parts, reason}`)."""
     runnable, skipped = [], []
     for cell in cells:
-        if cell.topology is None or cell.topology == topology:
+        if cell.unfit:
+            skipped.append({"area": cell.area, "preset": cell.preset, "fault": cell.fault, "parts": dict(cell.parts),
+                            "reason": cell.unfit})
+        elif cell.topology is None or cell.topology == topology:
             runnable.append(cell)
         else:
             skipped.append({"area": cell.area, "preset": cell.preset, "fault": cell.fault, "parts": dict(cell.parts),
@@ -146,8 +150,23 @@ def plan_cells(area: str | None = None, presets: Iterable[str] = (), faults: Ite
                 from chaos.expectations import expect
                 fault_specs = () if fault == "none" else tuple(fault.split("+"))
                 found = expect(preset, list(fault_specs) or None)
-                out.append(PlannedCell("", preset, fault_specs, {}, DEFAULT_RUNS, found))
+                out.append(PlannedCell("", preset, fault_specs, {}, DEFAULT_RUNS, found, _unfit(preset, fault_specs)))
     return out
+
+
+def _unfit(preset: str, fault_specs: tuple[str, ...]) -> str:
+    """Why a fault refuses this preset (long-job on a preset that never claims), else ""."""
+    from chaos.errors import BadArguments
+    from chaos.strategies.presets import resolve
+    from faults.interface import Plan
+    from faults.registry import get_fault
+    try:
+        plan = Plan(strategy=resolve(preset))
+        for spec in fault_specs:
+            get_fault(spec).check(plan)
+    except BadArguments as exc:
+        return str(exc)
+    return ""
 
 
 def coverage(presets: Iterable[str] | None = None, faults: Iterable[str] | None = None) -> dict:

@@ -1,0 +1,149 @@
+"""Expected figures for operational incidents job-library users report: the consumer group
+lost with its stream (`group-loss`), a consumer deleted with entries pending
+(`delete-consumer`), a job that outlives the claim idle time (`long-job`).
+
+`group-loss` (workload: 10 keys x 5 events, one every 20 ms, so about a second of
+publishing; the stream key is deleted as an `allkeys-lru` eviction would, once 10 entries
+are in). The consumers keep up, so almost nothing is unprocessed at the loss; what the
+policy `on_nogroup` does next decides the damage: `fail` (exit) loses all 40 events
+published after the loss, `recreate-from-$` (after its 200 ms back-off) the ~10 published
+before it recreated the group, `recreate-from-0` none. With a backlog at the loss (5 ms
+apart, 20 ms of work each), what was published and not yet processed vanishes for every
+strategy, outbox and CAS included: the checker names those events `stream-lost`.
+`how=restart-empty` (the primary SIGKILLed and started with no data) does the same, and
+the retrying producer's attempts during the restart land late (reordered under a plain UPDATE).
+
+`delete-consumer` (XGROUP DELCONSUMER, as a clean-up script of "idle" consumers does):
+of a dead consumer (SIGKILLed, deleted at once) its pending entries are gone for good
+(`pel-dropped`), while the same kill without the deletion loses nothing (the survivor
+claims them in the drain). Deleted while alive, it finishes and acks what it holds (the
+XACKs match no PEL entry) and reads on: nothing lost. No preset here keeps its own
+record of what it read, so the outbox + inbox preset loses the dropped entries as well.
+
+`long-job` (the `pair` workload's order 42: `created` runs 1.5 s while the group's
+XAUTOCLAIM min-idle time is 300 ms and both consumers claim all along): the other
+consumer claims it and runs it while the first still does. Plain UPDATE and a Redis
+marker set after the effect (`setnx-dedupe:mark=after`) apply it twice (a `duplicated`
+whose detail gives the two runs' overlap); CAS, the inbox and a marker set before the work
+apply it once. With `claimers=2` (3 consumers, min-idle 100 ms) it is claimed twice and
+runs three times.
+"""
+from __future__ import annotations
+
+from chaos.expectations.cells import Cell, rows
+from chaos.expectations.table import RUNS, between, eq, ge, satisfies
+
+RUN_COUNT = 2
+EVENTS = 50
+
+# -- group-loss ---------------------------------------------------------------------------
+STEADY = "many-orders:keys=10,events=5,gap_ms=20"                # consumers keep up
+BACKLOG = "many-orders:keys=10,events=5,gap_ms=5,cost_ms=20"     # a backlog builds up
+EVICT = "group-loss:after_entries=10,at_ms=0"
+EVICT_BACKLOG = "group-loss:after_entries=20,at_ms=0"
+RESTART = "group-loss:how=restart-empty,after_entries=10,at_ms=0"
+
+
+def _kind(c, kind: str) -> int:
+    return int(c.anomaly_counts.get(kind, 0))
+
+
+def after_loss(low: int, high: int | None = None):
+    """Lost events that had not vanished with the stream (published after the loss), per run."""
+    text = f"lost events published after the loss >= {low} per run" + (f", <= {high} per run" if high else "")
+    return satisfies(lambda c: low * c.run_count <= _kind(c, "lost") <= (high or 10**9) * c.run_count, text)
+
+
+STREAM_LOST = satisfies(lambda c: _kind(c, "stream-lost") >= c.run_count and c.counts.lost >= _kind(c, "stream-lost"),
+                        "stream-lost >= runs (events unprocessed at the loss vanished with the stream)")
+NOTHING_AFTER = satisfies(lambda c: _kind(c, "lost") == 0, "no event published after the loss is lost")
+
+GROUP_LOSS: list[Cell] = [
+    Cell("s1:on_nogroup=fail", (EVICT,), RUN_COUNT, dict(after=after_loss(35), verdict="invalid"),
+         parts={"workload": STEADY},
+         note="ag2ai/faststream#2611: the consumer gives up on NOGROUP; every event published after "
+              "the eviction stays in a stream without a group (measured 40 a run)"),
+    Cell("s1:on_nogroup=recreate-from-$", (EVICT,), RUN_COUNT, dict(after=after_loss(1, 30)),
+         parts={"workload": STEADY},
+         note="flightctl/flightctl#2227: recreated from $ after a 200 ms back-off, it skips what was "
+              "published meanwhile (measured 10 a run)"),
+    Cell("s1:on_nogroup=recreate-from-0", (EVICT,), RUN_COUNT,
+         dict(after=NOTHING_AFTER, duplicated=eq(0), published=eq(EVENTS * RUNS)),
+         parts={"workload": STEADY},
+         note="redis/redis#6576: recreated from 0, it reads everything published since the eviction "
+              "(measured lost 0)"),
+    Cell("s1:on_nogroup=recreate-from-0", (EVICT_BACKLOG,), RUN_COUNT, dict(vanished=STREAM_LOST),
+         parts={"workload": BACKLOG},
+         note="redis/redis#8842: evicted with a backlog: the unprocessed entries vanish with the stream "
+              "(measured 32 lost in 2 runs)"),
+    Cell("s5:on_nogroup=recreate-from-0", (EVICT_BACKLOG,), RUN_COUNT, dict(vanished=STREAM_LOST, reordered=eq(0)),
+         parts={"workload": BACKLOG},
+         note="redis/redis#8842: CAS cannot bring back an entry that vanished (measured 27 lost in 2 runs)"),
+    Cell("p1-per-key:fail_event=,on_nogroup=recreate-from-0", (EVICT_BACKLOG,), RUN_COUNT,
+         dict(vanished=STREAM_LOST),
+         parts={"workload": BACKLOG},
+         note="redis/redis#8842: the outbox marked the rows published at XADD, so it never relays them "
+              "again (measured 39 lost in 2 runs)"),
+    Cell("s1:on_nogroup=recreate-from-0", (RESTART,), RUN_COUNT,
+         dict(after=after_loss(0, 2), published=eq(EVENTS * RUNS)),
+         parts={"workload": STEADY},
+         note="eggai-tech/EggAI#204: Redis restarted without persistence; recreated from 0, the consumer "
+              "reads what the retrying producer publishes once it is back"),
+]
+
+# -- delete-consumer ----------------------------------------------------------------------
+BUSY = "many-orders:keys=10,events=5,gap_ms=20,cost_ms=60"       # both consumers always hold one entry
+DELETE_DEAD = "delete-consumer:target=C1,after_entries=10,at_ms=0"
+DELETE_ALIVE = "delete-consumer:when=alive,target=C1,after_entries=10,at_ms=0"
+PEL_DROPPED = satisfies(lambda c: c.counts.lost >= 1 and _kind(c, "pel-dropped") == c.counts.lost,
+                        "lost >= 1, every lost event pel-dropped")
+
+DELETE: list[Cell] = [
+    Cell("baseline", (DELETE_DEAD,), RUN_COUNT, dict(dropped_pel=PEL_DROPPED, duplicated=eq(0)),
+         parts={"workload": BUSY},
+         note="redis/redis#9745: C1 killed and deleted by a clean-up script: the entry it held is never "
+              "claimed (measured 1 a run)"),
+    Cell("baseline", ("kill-consumer:target=C1,after_entries=10,at_ms=0",), RUN_COUNT,
+         dict(lost=eq(0), pending_left=eq(0)),
+         parts={"workload": BUSY},
+         note="the same kill without the deletion: the survivor claims C1's entry in the drain"),
+    Cell("baseline", (DELETE_ALIVE,), RUN_COUNT, dict(lost=eq(0), duplicated=eq(0)),
+         parts={"workload": BUSY},
+         note="ThreeDotsLabs/watermill-redisstream#24: deleted while it works, C1 finishes its entry "
+              "(its XACK matches nothing) and its next read makes it again: nothing lost"),
+    Cell("ack-after:respawn=1", ("delete-consumer:at_ms=1200",), 1, dict(dropped_pel=PEL_DROPPED),
+         note="redis/redis#9745: the consumer killed 1.2 s into its 500-entry batch and deleted before "
+              "its restart reads its PEL: the batch's unprocessed entries are lost (measured 677 in 2 runs)"),
+]
+
+# -- long-job -----------------------------------------------------------------------------
+CLAIMING = "claim=always,claim_idle_ms=300"
+TWO_CLAIMING = "group:consumers=2,claim=always,claim_idle_ms=300"
+LONG = "long-job:event_id=e42-1,duration_ms=1500"
+TWICE = satisfies(lambda c: c.counts.duplicated == c.run_count and c.counts.redelivered >= c.run_count,
+                  "duplicated == runs (the long job applied twice in every run)")
+
+LONG_JOB: list[Cell] = [
+    Cell(f"baseline:{CLAIMING}", (LONG,), RUN_COUNT, dict(twice=TWICE, lost=eq(0)),
+         note="celery/celery#2599: plain UPDATE: the claimed copy runs beside the first, both apply "
+              "(measured 2 duplicated in 2 runs)"),
+    Cell(f"s5:{CLAIMING}", (LONG,), RUN_COUNT,
+         dict(duplicated=eq(0), redelivered=ge(RUNS), wrong_final_state_runs=eq(0), reordered=eq(0)),
+         note="celery/celery#3270: CAS: the second run's write matches 0 rows"),
+    Cell("inbox", (LONG,), RUN_COUNT, dict(duplicated=eq(0), redelivered=ge(RUNS)),
+         parts={"delivery": TWO_CLAIMING},
+         note="celery/celery#9882: the inbox row commits with the effect: the second run is a duplicate"),
+    Cell("setnx-dedupe:mark=after", (LONG,), RUN_COUNT, dict(twice=TWICE),
+         parts={"delivery": TWO_CLAIMING},
+         note="celery/celery#2599: a Redis marker set after the effect: both runs pass the check first"),
+    Cell("setnx-dedupe", (LONG,), RUN_COUNT, dict(duplicated=eq(0), redelivered=ge(RUNS)),
+         parts={"delivery": TWO_CLAIMING},
+         note="the marker SET NX before the work: the claimed copy sees it (it would lose the job on a crash)"),
+    Cell("baseline:consumers=3,claim=always,claim_idle_ms=100", ("long-job:event_id=e42-1,duration_ms=1000,claimers=2",),
+         RUN_COUNT, dict(twice=TWICE, redelivered=ge(2 * RUNS), projection_drift=between(RUNS, 2 * RUNS)),
+         note="redis/redis#13956: three consumers claiming with a 100 ms min-idle hand the job on twice: "
+              "it runs three times (measured projection drift 4 in 2 runs)"),
+]
+
+CELLS: list[Cell] = GROUP_LOSS + DELETE + LONG_JOB
+ROWS = rows(CELLS)

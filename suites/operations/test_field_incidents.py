@@ -1,0 +1,76 @@
+"""Field incidents: the consumer group lost with its stream, a consumer deleted with entries
+pending, a job that outlives the claim idle time. Cells and their reasoning:
+chaos/expectations/operations.py.
+
+Besides each row's bounds, every run must show what happened: the fault's start op with
+what vanished or was dropped, the consumers' reaction to NOGROUP per their policy, the
+long job's runs overlapping in time (the checker's `duplicated` detail gives the overlap).
+"""
+from __future__ import annotations
+
+import pytest
+
+from chaos.cellrun import CellRun
+from chaos.expectations.operations import DELETE, GROUP_LOSS, LONG_JOB
+from chaos.vanished import apply_runs
+
+
+def _start(outcome: CellRun, run: int, name: str) -> dict:
+    starts = [v for v in outcome.fault_ops(run, name) if v.get("phase") == "start"]
+    assert starts, f"run {run}: {name} never fired; {outcome.figures()}"
+    return starts[0]
+
+
+def _group_ops(history: list[dict]) -> list[dict]:
+    return [op.get("value") or {} for op in history if op["f"] == "group"]
+
+
+@pytest.mark.parametrize("cell", GROUP_LOSS, ids=[c.test_id for c in GROUP_LOSS])
+def test_group_loss_cell(cell, chaos_cell) -> None:
+    outcome = chaos_cell(cell, check=False)
+    policy = cell.preset.partition("on_nogroup=")[2]
+    for run, history in enumerate(outcome.histories):
+        start = _start(outcome, run, "group-loss")
+        assert sum(start["entries"].values()) >= 10, f"run {run}: the loss came before the backlog: {start['entries']}"
+        reactions = _group_ops(history)
+        assert reactions, f"run {run}: no consumer met NOGROUP; {outcome.figures()}"
+        if policy == "fail":
+            assert {r["group"] for r in reactions} == {"gone"}, f"run {run}: {reactions}"
+        else:
+            made = [r for r in reactions if r["group"] == "recreated"]
+            assert made and made[0]["from"] == policy.rpartition("-")[2], f"run {run}: {reactions}"
+    print(f"{cell.test_id}: {outcome.figures()}; anomalies {outcome.result.anomaly_counts}")
+    outcome.check()
+
+
+@pytest.mark.parametrize("cell", DELETE, ids=[c.test_id for c in DELETE])
+def test_delete_consumer_cell(cell, chaos_cell) -> None:
+    outcome = chaos_cell(cell, check=False)
+    name = cell.faults[0].partition(":")[0]
+    for run in range(len(outcome.histories)):
+        start = _start(outcome, run, name)
+        if name == "delete-consumer":
+            dropped = sum(len(ids) for ids in start["dropped_entries"].values())
+            lost = outcome.result.runs[run].anomaly_counts.get("pel-dropped", 0)
+            assert lost <= dropped, f"run {run}: {lost} pel-dropped but the fault dropped {dropped}: {start}"
+    print(f"{cell.test_id}: {outcome.figures()}; anomalies {outcome.result.anomaly_counts}")
+    outcome.check()
+
+
+@pytest.mark.parametrize("cell", LONG_JOB, ids=[c.test_id for c in LONG_JOB])
+def test_long_job_cell(cell, chaos_cell) -> None:
+    outcome = chaos_cell(cell, check=False)
+    job = cell.faults[0].partition("event_id=")[2].partition(",")[0]
+    for run, history in enumerate(outcome.histories):
+        paused = [op for op in history if op["f"] == "failpoint" and (op.get("value") or {}).get("name") == "in_work"]
+        assert paused, f"run {run}: the long job never ran long; {outcome.figures()}"
+        runs = apply_runs(history, {job})[job]
+        claimed = [op for op in history if op["f"] == "deliver" and op.get("via") == "claim" and op.get("event_id") == job]
+        during = [c for c in claimed if any(p != c["process"] and a < c["time"] < (b or float("inf"))
+                                            for p, a, b in runs)]
+        assert during, f"run {run}: nobody claimed {job} while a run of it was going: runs {runs}, claims {claimed}"
+    duplicated = [a for a in outcome.result.anomalies if a.kind == "duplicated"]
+    for anomaly in duplicated:
+        assert "ran twice at once" in anomaly.detail, f"no overlap given: {anomaly}"
+    print(f"{cell.test_id}: {outcome.figures()}; {[a.detail for a in duplicated]}")
+    outcome.check()

@@ -119,7 +119,7 @@ DELETE: list[Cell] = [
 # -- long-job -----------------------------------------------------------------------------
 CLAIMING = "claim=always,claim_idle_ms=300"
 TWO_CLAIMING = "group:consumers=2,claim=always,claim_idle_ms=300"
-LONG = "long-job:event_id=e42-1,duration_ms=1500"
+LONG = "long-job:event_id=e42-1"                      # duration_ms=1500 (default)
 TWICE = satisfies(lambda c: c.counts.duplicated == c.run_count and c.counts.redelivered >= c.run_count,
                   "duplicated == runs (the long job applied twice in every run)")
 

@@ -29,6 +29,7 @@ MARKERS = {  # f -> (marker, colour, label)
     "dlq": ("v", "#6d4c41", "dlq"),
     "failpoint": ("X", "#c62828", "failpoint"),
     "retry": ("^", "#ef6c00", "retry"),
+    "group": ("*", "#ff6f00", "group gone / recreated (NOGROUP)"),
 }
 REDELIVERY_COLOUR = "#d81b60"
 FAULT_COLOURS = ["#ffcdd2", "#fff9c4", "#c8e6c9", "#bbdefb", "#e1bee7"]

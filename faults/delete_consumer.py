@@ -19,6 +19,7 @@ from typing import Any
 
 from chaos.params import Param
 from chaos.strategies.delivery.base import GROUP
+from faults.effects import DIED_MID_WORK
 from faults.helpers import pick_worker, process_alive, wait_for_entries, wait_until, workload_streams
 from faults.interface import Fault, FaultContext, FaultError
 
@@ -60,6 +61,8 @@ def delete_consumer(client: Any, streams: list[str], group: str, consumer: str) 
 
 
 class DeleteConsumer(Fault):
+    # the deletion must meet work in flight (for when=dead: the kill just before it)
+    effect = DIED_MID_WORK
     name = "delete-consumer"
     description = ("XGROUP DELCONSUMER of a consumer with entries pending (a clean-up script): its PEL "
                    "entries are dropped; when=dead kills it first, when=alive deletes it while it works")

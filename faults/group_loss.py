@@ -23,6 +23,7 @@ from typing import Any
 from chaos.errors import BadArguments
 from chaos.params import Param
 from chaos.strategies.delivery.base import GROUP
+from faults.effects import DIED_MID_WORK
 from faults.helpers import wait_for_entries, workload_streams
 from faults.interface import Fault, FaultContext, Plan
 
@@ -87,6 +88,8 @@ def vanish(client: Any, streams: list[str], group: str, delete: bool) -> dict[st
 
 
 class GroupLoss(Fault):
+    # the loss must meet work in flight (events to come, or published and not yet acked)
+    effect = DIED_MID_WORK
     name = "group-loss"
     takes_down = frozenset({"redis"})   # how=restart-empty kills the primary and starts it again
     description = ("the consumer group vanishes with its stream: the stream keys deleted as an eviction "

@@ -24,6 +24,8 @@ ALWAYS = 10**9
 
 
 class LongJob(Fault):
+    # none: it acts inside the workers (failpoint in_work ops); the suite checks the claim
+    effect = ""
     name = "long-job"
     description = ("one selected job (or every k-th) runs longer than the claim idle time while other "
                    "consumers run XAUTOCLAIM: it is claimed and runs twice at once")

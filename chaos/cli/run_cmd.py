@@ -57,12 +57,12 @@ class Progress:
 
 def _check_inputs(preset: str, faults: list[str], parts: dict[str, str], backend: str | None = None) -> Any:
     """The strategy, once every fault fits it (BadArguments naming the fix, before a server starts)."""
-    from chaos.cluster import check_backend
+    from chaos.cluster import DEFAULT_BACKEND
     from chaos.strategies.presets import resolve
     from faults.interface import Plan
     from faults.registry import get_fault
     strategy = resolve(preset, parts=parts)
-    plan = Plan(strategy=strategy, backend=check_backend(backend))
+    plan = Plan(strategy=strategy, backend=backend or os.environ.get("CHAOS_BACKEND") or DEFAULT_BACKEND)
     for spec in faults:
         get_fault(spec).check(plan)
     return strategy

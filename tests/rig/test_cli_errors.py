@@ -135,10 +135,15 @@ def in_process(args: list[str], tmp_path: Path, env: dict[str, str], monkeypatch
     (["run", *SMALL, "--topology", "sentinel:quorum=9"], {}, ["quorum=9", "give a quorum"]),
     (["cluster", "status", "--name", "cli-errors-none"], {}, ["no cluster 'cli-errors-none' is up"]),
     (["proxy", "serve", "--port", "70000"], {}, ["--port 70000", "0-65535"]),
+    (["run", "--preset", "baseline", "--fault", "long-job:event_id=e42-1", "--runs", "1"], {},
+     ["fault 'long-job'", "never claims", "claim=always"]),
+    (["run", "--preset", "s1", "--fault", "group-loss", "--runs", "1", "--backend", "external"], {**EXT},
+     ["fault 'group-loss'", "set CHAOS_EXTERNAL_WIPE=yes"]),
+    (["matrix", "--presets", "s1", "--faults", "long-job"], {}, ["no cells to run", "never claims"]),
 ], ids=["external-no-wipe", "external-no-toxiproxy", "unknown-backend", "matrix-env-backend",
         "compose-no-engine", "bad-redis-binary", "bad-pg-bin", "missing-toxiproxy-server", "shared-proxy-down",
         "cluster-base-unusable", "run-dir-unusable", "matrix-out-unusable", "unknown-server", "bad-topology", "cluster-status-none",
-        "proxy-bad-port"])
+        "proxy-bad-port", "long-job-never-claims", "group-loss-external-no-wipe", "matrix-long-job-unfit"])
 def test_a_configuration_error_is_one_line_and_exit_254(args, env, words, tmp_path, monkeypatch, capfd):
     closed = closed_port()
     env = {k: v.format(closed=closed) for k, v in env.items()}

@@ -34,13 +34,13 @@ def test_an_entry_done_but_not_yet_acked_is_not_handled_again(cluster):
 
 
 def test_the_reader_does_not_block_in_xreadgroup_while_its_acker_owes_xacks(cluster, tmp_path):
-    """Idle means nothing owed: while the acker is held at before_ack (1.5 s, every entry done
+    """Idle means nothing owed: while the acker is held at before_ack (3 s, every entry done
     and unacked), the reader is never seen blocked in XREADGROUP (CLIENT LIST flag b), which
     the orchestrator reads as a consumer with nothing left to do."""
     import threading
     import time
 
-    slow = {"reader": {"before_ack": {"action": "pause", "pause_ms": 1500, "count": 1}}}
+    slow = {"reader": {"before_ack": {"action": "pause", "pause_ms": 3000, "count": 1}}}
     done: dict = {}
     runner = threading.Thread(target=lambda: done.setdefault("cell", run_cell(
         cluster, "s3", runs=1, seed=11, time_scale=1.0, failpoints=slow, run_root=tmp_path, keep_runs="never")))
@@ -52,7 +52,7 @@ def test_the_reader_does_not_block_in_xreadgroup_while_its_acker_owes_xacks(clus
             assert runner.is_alive() and time.monotonic() < deadline, "the acker never reached before_ack"
             time.sleep(0.01)
         blocked = []
-        until = time.monotonic() + 1.0     # inside the 1.5 s hold
+        until = time.monotonic() + 1.0     # well inside the 3 s hold
         while time.monotonic() < until:
             blocked.append(sum(1 for c in r.client_list() if c.get("cmd") == "xreadgroup" and "b" in c["flags"]))
             time.sleep(0.02)

@@ -1,8 +1,10 @@
-"""Root conftest: makes the chaos plugin active for runs from a checkout, and orders the tests
-for xdist so that a session does not end with one worker running a long test alone.
+"""Root conftest: makes the chaos plugin active for runs from a checkout, gives this
+repository's tests the fixtures' short names (``cluster``, ``postgres``, ...: aliases of the
+``chaos_*`` fixtures), and orders the tests for xdist so that a session does not end with
+one worker running a long test alone.
 
 When the package is pip-installed the `pytest11` entry point (named
-``chaos.plugin``) registers it already and the ``pytest_plugins`` line is a no-op.
+``chaos.pytest_plugin``) registers the plugin already and its line below is a no-op.
 """
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ from typing import Any, Callable
 
 import pytest
 
-pytest_plugins = ["chaos.plugin"]
+pytest_plugins = ["chaos.pytest_plugin", "chaos.pytest_plugin.aliases"]
 
 CELL_FIXTURES = frozenset({"chaos_cell", "blackbox"})   # a test that runs cells: seconds to minutes
 CELL_SECONDS = 30.0

@@ -3,8 +3,8 @@
 ``run`` runs a Cell (or a preset spec) on a cluster with the session's runs, seed and time
 scale, reports it to Allure and returns a CellRun: the result, each run's history (read on
 demand while the run dirs exist), the expectation from the table, and the summary row.
-The plugin's ``chaos_cell`` fixture (chaos/pytest_cells.py) wraps it and records the row
-for the terminal summary; chaos/pytest_rundirs.py removes a passing test's run dirs.
+The plugin's ``chaos_cell`` fixture (chaos/pytest_plugin/cells.py) wraps it and records the row
+for the terminal summary; chaos/pytest_plugin/rundirs.py removes a passing test's run dirs.
 
 Who is to blame when a cell does not pass: the strategy (AssertionError, EXPECTATION
 MISMATCH: Allure *failed*), the rig (RigFailure, RIG FAILURE: *broken*), or nobody can tell
@@ -134,7 +134,7 @@ def run(cell: Cell, cluster: Any, options: Any, *, runs: int | None = None, fixe
         time_scale: float | None = None, failpoints: Mapping[str, dict] | None = None,
         expected: Expectation | bool | None = LOOK_UP, area: str = "",
         histories: bool = False) -> CellRun:
-    """Run the cell on `cluster`; every run dir is kept (chaos/pytest_rundirs.py removes a
+    """Run the cell on `cluster`; every run dir is kept (chaos/pytest_plugin/rundirs.py removes a
     passing test's).
 
     Runs: `runs` or the cell's, overridden by ``--chaos-runs`` unless `fixed_runs`. `expected`:

@@ -33,13 +33,6 @@ from chaos.blackbox.session import BlackBoxCell, run_blackbox
 from chaos.errors import RigFailure
 from chaos.expectations.table import UnknownVerdict
 
-MARKER = "blackbox(command, config): the consumer command and worker config the `blackbox` fixture runs"
-
-
-def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", MARKER)
-
-
 def _config(value: str | Path | dict | WorkerConfig, root: Path) -> WorkerConfig:
     if isinstance(value, WorkerConfig):
         return value
@@ -54,8 +47,7 @@ def _option(chaos_options: Any, name: str, default: Any) -> Any:
     return default if value is None else value
 
 
-@pytest.fixture
-def blackbox(request: pytest.FixtureRequest, cluster: Any, chaos_options: Any) -> Callable[..., BlackBoxCell]:
+def blackbox_runner(request: pytest.FixtureRequest, cluster: Any, chaos_options: Any) -> Callable[..., BlackBoxCell]:
     """Run your consumer under faults on this test's cluster and check it (see module doc)."""
     marker = request.node.get_closest_marker("blackbox")
     defaults = dict(marker.kwargs) if marker else {}

@@ -1,16 +1,21 @@
 """Allure for a chaos pytest session: what the results dir needs besides the test results.
 
-Listed in chaos/plugin.py's ``pytest_plugins``; does nothing without ``--alluredir``.
+Listed in chaos/pytest_plugin/__init__.py's ``pytest_plugins``; does nothing without
+``--alluredir``, and nothing to the results of a session whose tests used no chaos topology
+(a project that has the package installed but does not use it sees no change).
 
 * Before anything starts: an ``--alluredir`` that cannot be written is a usage error naming
   the fix (allure-pytest itself would fail later with a traceback).
 * While the session runs: the first time a worker's topology comes up, what it runs is
   noted (Redis/Valkey server and version, PostgreSQL version, proxy implementation);
   pytest-xdist workers hand that to the controller in ``workeroutput``.
-* At session end, on the controller only: ``environment.properties`` (those, plus backend,
-  time scale, base seed and git revision) and ``categories.json`` (Allure 2; Allure 3 takes
-  the same rules from reports/allurerc.json) are written (replacing older ones) into the results dir, and files in
-  it that are not this session's results are explained.
+* At session end, on the controller only, when a topology ran: ``environment.properties``
+  (those, plus backend, time scale, base seed and git revision) is written, the chaos
+  categories are merged into ``categories.json`` (Allure 2; a project's own categories are
+  kept after them; Allure 3 takes the same rules from allurerc.json), and files in the
+  results dir that are not this session's results are explained.
+* Tests that reported no cell get epic/feature labels (their directory and module) only with
+  ``--chaos-allure-tree`` (ini ``chaos_allure_tree``), which this repository sets.
 """
 from __future__ import annotations
 
@@ -20,9 +25,12 @@ import time
 from pathlib import Path
 from typing import Any
 
+import json
+
 import pytest
 
-from chaos.report.categories import categories_json
+from chaos.pytest_plugin import settings
+from chaos.pytest_plugin.core import options_of
 
 ENV_FILE = "environment.properties"
 CATEGORIES_FILE = "categories.json"
@@ -42,6 +50,12 @@ def results_dir(config: pytest.Config) -> Path | None:
 
 def _on_controller(config: pytest.Config) -> bool:
     return not hasattr(config, "workerinput")
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    settings.add(parser, "--chaos-allure-tree", flag_only=True,
+                 help="with --alluredir: file tests that reported no cell under their directory and module "
+                      "(epic/feature labels), beside the cells' area > preset > fault")
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -70,7 +84,7 @@ def pytest_runtest_call(item: pytest.Item) -> Any:
     try:
         return (yield)
     finally:
-        if results_dir(item.config) is not None:
+        if results_dir(item.config) is not None and settings.value(item.config, "chaos_allure_tree"):
             tree_labels(item)
 
 
@@ -133,7 +147,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         if _CLUSTER_ENV in config.stash:
             config.workeroutput[_WORKER_KEY] = config.stash[_CLUSTER_ENV]
         return
-    write_results_extras(config)
+    if _CLUSTER_ENV in config.stash:     # a chaos topology ran: else the results are not ours to touch
+        write_results_extras(config)
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -150,29 +165,18 @@ def pytest_testnodedown(node: Any, error: Any) -> None:
 def session_environment(config: pytest.Config) -> dict[str, str]:
     """Every line of environment.properties, topology facts included when a cluster ran."""
     env = dict(config.stash.get(_CLUSTER_ENV, {}) or {})
-    if not env:
-        env["redis.server"] = "not started (no test used a cluster)"
-    options = _chaos_options(config)
-    env["backend"] = str(getattr(options, "backend", None) or config.getoption("chaos_backend", None) or "native")
+    options = options_of(config)
+    env["backend"] = str(getattr(options, "backend", None) or "native")
     from chaos.cluster.sentinel import ENV as TOPOLOGY_ENV  # exported by --chaos-topology
     env["topology"] = os.environ.get(TOPOLOGY_ENV) or "replica"
-    env["time_scale"] = f"{getattr(options, 'time_scale', None) or config.getoption('chaos_time_scale', 1.0):g}"
-    seed = getattr(options, "seed", None)
-    env["seed"] = str(seed if seed is not None else config.getoption("chaos_seed", None))
+    env["time_scale"] = f"{getattr(options, 'time_scale', None) or 1.0:g}"
+    env["seed"] = str(getattr(options, "seed", None))
     runs = getattr(options, "runs", None)
     env["runs"] = str(runs) if runs else "suite default"
     env["git.revision"] = git_revision(Path(str(config.rootpath)))
     if env["git.revision"].startswith("unknown"):  # tests outside a checkout: the framework's own
         env["git.revision"] = git_revision(Path(__file__).resolve().parent)
     return env
-
-
-def _chaos_options(config: pytest.Config) -> Any:
-    try:
-        from chaos.plugin import _OPTIONS
-        return config.stash.get(_OPTIONS, None)
-    except ImportError:
-        return None
 
 
 def git_revision(root: Path) -> str:
@@ -236,5 +240,19 @@ def write_results_extras(config: pytest.Config) -> None:
 
 
 def _write_categories(directory: Path) -> None:
-    """The chaos categories for Allure 2 (Allure 3 reads the same rules from reports/allurerc.json)."""
-    (directory / CATEGORIES_FILE).write_text(categories_json(), encoding="utf-8")
+    """The chaos categories for Allure 2 (Allure 3 reads the same rules from allurerc.json),
+    merged into the file a project may already keep there: ours first (they match only the
+    framework's failure tags, and Allure takes the first match), then its own, minus any of
+    the same name. A file that is not a JSON list is replaced."""
+    from chaos.report.categories import CATEGORIES
+    path = directory / CATEGORIES_FILE
+    theirs: list = []
+    if path.exists():
+        try:
+            found = json.loads(path.read_text(encoding="utf-8"))
+            theirs = found if isinstance(found, list) else []
+        except (OSError, ValueError):
+            theirs = []
+    ours = {c.get("name") for c in CATEGORIES}
+    kept = [c for c in theirs if not (isinstance(c, dict) and c.get("name") in ours)]
+    path.write_text(json.dumps([*CATEGORIES, *kept], indent=2) + "\n", encoding="utf-8")

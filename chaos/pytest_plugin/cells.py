@@ -5,8 +5,9 @@ per-cell summary at the end of the session (terminal table, ``--chaos-summary PA
         chaos_cell(preset_cell("s5"))       # chaos.expectations.failover's cell for s5
 
 runs the cell on this worker's cluster with the session's runs, seed and time scale,
-reports it to Allure, asserts the expectation table's row for it, records its summary row
-(report.user_properties, so xdist workers hand it to the controller). chaos/pytest_rundirs.py
+reports it to Allure, calls ``pytest_chaos_cell_finished(cell, result)`` (hookspecs.py),
+asserts the expectation table's row for it, records its summary row
+(report.user_properties, so xdist workers hand it to the controller). rundirs.py
 removes a passing test's run dirs and names a failing test's. The controller (or the only
 process, without xdist) collects the rows from the test reports. Below the table, one line
 per cell no strategy is to blame for: ``RIG BROKE`` (the component and what happened to it)
@@ -17,18 +18,21 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence
 
 import pytest
 
-from chaos.cellrun import LOOK_UP, CellRun, as_cell, run
-from chaos.expectations import Expectation
-from chaos.expectations.cells import Cell
-from chaos.report.rows import blame_lines, table_lines, write_summary
+from chaos.pytest_plugin import settings
+from chaos.pytest_plugin.core import options_of
+
+if TYPE_CHECKING:   # imported when a cell runs: a session without cells does not pay for them
+    from chaos.cellrun import CellRun
+    from chaos.expectations import Expectation
+    from chaos.expectations.cells import Cell
 
 ROW_PROPERTY = "chaos_cell"   # the name of a summary row in report.user_properties
 
-_OUTCOMES = pytest.StashKey[list[CellRun]]()
+_OUTCOMES = pytest.StashKey[list]()      # the CellRuns of one test
 
 
 def suite_area(item: pytest.Item) -> str:
@@ -49,22 +53,25 @@ class CellRunner:
     def __call__(self, cell: Cell | str, faults: str | Sequence[str] = (), *, runs: int | None = None,
                  fixed_runs: bool = False, parts: Mapping[str, str] | None = None,
                  failpoints: Mapping[str, dict] | None = None, time_scale: float | None = None,
-                 expected: Expectation | bool | None = LOOK_UP, check: bool = True,
+                 expected: Expectation | bool | None = True, check: bool = True,
                  histories: bool = False) -> CellRun:
         """Run the cell and (with `check`) assert its expectation; returns the CellRun.
 
         `runs`: the default run count (a Cell has its own; else 1), which ``--chaos-runs``
         overrides unless `fixed_runs`. `expected`: the table's row for the cell's parameters
-        (a cell without one fails: EXPECTATION MISSING), an Expectation, or False (no row
-        judges it: the test asserts its own figures). `check=False`: call ``.check()``
-        yourself after the test's own checks (the test errors if it never does).
+        (True, chaos.cellrun.LOOK_UP: a cell without one fails: EXPECTATION MISSING), an
+        Expectation, or False (no row judges it: the test asserts its own figures).
+        `check=False`: call ``.check()`` yourself after the test's own checks (the test errors
+        if it never does).
         """
+        from chaos.cellrun import as_cell, run
         the_cell = as_cell(cell, faults, runs or 1, parts)
         outcome = run(the_cell, self._cluster, self._options, runs=runs, fixed_runs=fixed_runs,
                       time_scale=time_scale, failpoints=failpoints, expected=expected,
                       area=suite_area(self._item), histories=histories)
         self._item.stash.setdefault(_OUTCOMES, []).append(outcome)
         self._item.user_properties.append((ROW_PROPERTY, outcome.row))
+        self._item.config.hook.pytest_chaos_cell_finished(cell=the_cell, result=outcome)
         outcome.vouch()       # a rig failure: RigFailure now, before the test reads figures that say nothing
         if check:
             outcome.check()
@@ -72,10 +79,10 @@ class CellRunner:
 
 
 @pytest.fixture
-def chaos_cell(request: pytest.FixtureRequest, cluster: Any, chaos_options: Any) -> Iterator[CellRunner]:
+def chaos_cell(request: pytest.FixtureRequest, chaos_reset_cluster: Any, chaos_options: Any) -> Iterator[CellRunner]:
     """Run cells on this worker's cluster (see CellRunner); a passing test must have asserted
     every judged cell."""
-    yield CellRunner(request.node, cluster, chaos_options)
+    yield CellRunner(request.node, chaos_reset_cluster, chaos_options)
     outcomes = request.node.stash.get(_OUTCOMES, [])
     report = request.node.stash.get(_CALL_REPORT, None)
     passed = report is not None and report.passed
@@ -126,6 +133,7 @@ class CellSummary:
         not raised (nothing else is lost), and fails the session."""
         if self.path is None:
             return
+        from chaos.report.rows import write_summary
         try:
             write_summary(self.path, self.ordered())
         except OSError as exc:
@@ -135,10 +143,13 @@ class CellSummary:
             if session.exitstatus == pytest.ExitCode.OK:
                 session.exitstatus = pytest.ExitCode.USAGE_ERROR
 
-    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+    def pytest_terminal_summary(self, terminalreporter: Any, config: pytest.Config) -> None:
         rows = self.ordered()
         if rows:
-            terminalreporter.write_sep("=", f"chaos cells: {len(rows)}")
+            from chaos.report.rows import blame_lines, table_lines
+            options = options_of(config)
+            seed = f" (seed {options.seed}: replay with --chaos-seed={options.seed})" if options else ""
+            terminalreporter.write_sep("=", f"chaos cells: {len(rows)}{seed}")
             for line in table_lines(rows):
                 terminalreporter.write_line(line)
             blamed = blame_lines(rows)
@@ -158,9 +169,8 @@ class CellSummary:
 
 @pytest.hookimpl(trylast=True)
 def pytest_addoption(parser: pytest.Parser) -> None:
-    parser.getgroup("chaos").addoption(
-        "--chaos-summary", default=None, metavar="PATH",
-        help='write one row per cell as JSON ({"schema_version": 1, "cells": [...]}) to PATH')
+    settings.add(parser, "--chaos-summary", metavar="PATH",
+                 help='write one row per cell as JSON ({"schema_version": 1, "cells": [...]}) to PATH')
 
 
 def check_summary_path(path: Path) -> None:
@@ -182,7 +192,7 @@ def check_summary_path(path: Path) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     if hasattr(config, "workerinput"):
         return  # xdist workers hand their rows to the controller through the reports
-    option = config.getoption("chaos_summary")
+    option = settings.value(config, "chaos_summary")
     path = Path(option).expanduser().absolute() if option else None
     if path is not None:
         check_summary_path(path)

@@ -1,12 +1,15 @@
-"""The pytest plugin: chaos options, the topology fixtures, and (later) report hooks.
+"""The session's chaos options and the topology fixtures.
 
-Registered by the ``pytest11`` entry point and by the root conftest. One ``Cluster`` per
-pytest-xdist worker lives for the session; the function-scoped ``cluster`` fixture resets
-it before each test, so tests never see each other's data, toxics or failovers.
-Fixture names are a public contract (docs/INTERFACES.md section 3).
+One ``Cluster`` per pytest-xdist worker lives for the session (``chaos_cluster``); the
+function-scoped ``chaos_reset_cluster`` resets it before each test, so tests never see each
+other's data, toxics or failovers. Every fixture the plugin offers is named ``chaos_*`` (or
+``blackbox``), and the framework's own fixtures depend only on those names, so a team's
+fixture called ``cluster`` or ``postgres`` cannot replace a part of the framework. The old
+short names are aliases in chaos/pytest_plugin/aliases.py, which this repository's conftest
+loads. Fixture names are a public contract (docs/INTERFACES.md section 3).
 
-Sections: options and configuration; topology fixtures; client fixtures. Hooks added by
-other parts of the framework go in their own section below these.
+Importing this module costs pytest's own import only: the cluster, the database and Redis
+clients are imported when a fixture first runs.
 """
 from __future__ import annotations
 
@@ -14,30 +17,24 @@ import os
 import random
 import uuid
 from dataclasses import dataclass
-from typing import Callable, Iterator
+from typing import TYPE_CHECKING, Callable, Iterator
 
-import psycopg
 import pytest
-import redis
 
-from chaos import extensions
-from chaos.errors import BadArguments
-from chaos.cluster import BACKENDS, Cluster, ClusterError, WorkerLinks, check_backend, start_cluster
-from chaos.cluster.health import rig_problems
-from chaos.proxy.client import ToxiproxyClient
+from chaos.pytest_plugin import settings
 
-# The black-box fixture (`blackbox`) and marker (`@pytest.mark.blackbox(command=, config=)`).
-pytest_plugins = ["chaos.blackbox.pytest_api",
-                  "chaos.scorecard.pytest_api",   # @pytest.mark.scorecard, blackbox.scorecard(fault)
-                  "chaos.pytest_server",      # --chaos-server redis|valkey
-                  "chaos.pytest_allure",      # environment.properties, categories, --alluredir checks
-                  "chaos.pytest_shard",       # --chaos-shard K/N and recorded durations (nightly CI)
-                  "chaos.pytest_rundirs",     # a passing test's run dirs removed, a failing one's named
-                  "chaos.pytest_load",        # --chaos-load-size ci|full (suites/load)
-                  "chaos.pytest_topology",    # --chaos-topology replica|sentinel
-                  "chaos.pytest_cells"]       # the cell runner (chaos_cell), the per-cell summary
+if TYPE_CHECKING:
+    import psycopg
+    import redis
 
-__all__ = ["ChaosOptions", "cluster_name", "ready_topology"]
+    from chaos.cluster import Cluster, WorkerLinks
+    from chaos.proxy.client import ToxiproxyClient
+
+__all__ = ["ChaosOptions", "cluster_name", "ready_topology", "options_of"]
+
+MARKERS = (
+    "slow(seconds=N): takes more than a few seconds (N: about how many; xdist starts the longest first)",
+)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -58,38 +55,48 @@ _OPTIONS = pytest.StashKey[ChaosOptions]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    group = parser.getgroup("chaos", "chaos: fault injection on Redis Streams + PostgreSQL")
-    group.addoption("--chaos-backend", default=None, metavar="NAME",
-                    help=f"topology backend: {' | '.join(BACKENDS)} (default: $CHAOS_BACKEND or native)")
-    group.addoption("--chaos-runs", type=int, default=None, metavar="N",
-                    help="runs per (preset, fault) cell (default: each suite's own)")
-    group.addoption("--chaos-seed", type=int, default=None, metavar="S",
-                    help="seed of every random choice (default: drawn once per session and reported)")
-    group.addoption("--chaos-time-scale", type=float, default=1.0, metavar="X",
-                    help="multiply every duration the framework controls (stay at 0.1 or above)")
-    group.addoption("--chaos-keep-runs", action="store_true", default=False,
-                    help="keep the run dirs of passing runs too (failed runs are always kept)")
+    from chaos.cluster import BACKENDS
+    settings.add(parser, "--chaos-backend", metavar="NAME",
+                 help=f"topology backend: {' | '.join(BACKENDS)} (default: $CHAOS_BACKEND or native)")
+    settings.add(parser, "--chaos-runs", type=int, metavar="N",
+                 help="runs per (preset, fault) cell (default: each suite's own)")
+    settings.add(parser, "--chaos-seed", type=int, metavar="S",
+                 help="seed of every random choice (default: drawn once per session and reported)")
+    settings.add(parser, "--chaos-time-scale", type=float, default=1.0, metavar="X",
+                 help="multiply every duration the framework controls (stay at 0.1 or above)")
+    settings.add(parser, "--chaos-keep-runs", flag_only=True,
+                 help="keep the run dirs of passing runs too (failed runs are always kept)")
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    from chaos import extensions
+    from chaos.cluster import ClusterError, check_backend
+    from chaos.errors import BadArguments
+    for marker in MARKERS:
+        config.addinivalue_line("markers", marker)
     try:
-        backend = check_backend(config.getoption("chaos_backend"))
+        backend = check_backend(settings.value(config, "chaos_backend"))
         extensions.load_plugins()   # $CHAOS_PLUGINS: a team's faults, guards, presets (chaos/extensions.py)
     except (ClusterError, BadArguments) as exc:
         raise pytest.UsageError(str(exc)) from None
-    runs = config.getoption("chaos_runs")
+    runs = settings.value(config, "chaos_runs")
     if runs is not None and runs < 1:
         raise pytest.UsageError(f"--chaos-runs={runs}: give a run count of 1 or more")
-    scale = config.getoption("chaos_time_scale")
+    scale = settings.value(config, "chaos_time_scale")
     if not scale > 0:
         raise pytest.UsageError(f"--chaos-time-scale={scale}: give a positive factor (0.1 or above keeps races real)")
-    seed = config.getoption("chaos_seed")
+    seed = settings.value(config, "chaos_seed")
     worker_input = getattr(config, "workerinput", None)
     if seed is None:
         seed = worker_input["chaos_seed"] if worker_input and "chaos_seed" in worker_input \
             else random.SystemRandom().randrange(2**31)
     config.stash[_OPTIONS] = ChaosOptions(runs=runs, seed=seed, time_scale=scale, backend=backend,
-                                          keep_runs=config.getoption("chaos_keep_runs"))
+                                          keep_runs=settings.value(config, "chaos_keep_runs"))
+
+
+def options_of(config: pytest.Config) -> ChaosOptions | None:
+    """The session's ChaosOptions (None before pytest_configure ran)."""
+    return config.stash.get(_OPTIONS, None)
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -98,10 +105,17 @@ def pytest_configure_node(node) -> None:
     node.workerinput["chaos_seed"] = node.config.stash[_OPTIONS].seed
 
 
-def pytest_report_header(config: pytest.Config) -> str:
+def pytest_report_header(config: pytest.Config) -> str | None:
+    """One line, only in a session that was given a chaos setting (a project that does not use
+    the framework sees no change); the seed is also printed with the cell summary."""
+    if not settings.explicitly_set(config):
+        return None
+    from chaos.cluster.servers import ENV as SERVER_ENV
     opts = config.stash[_OPTIONS]
-    return (f"chaos: backend={opts.backend} seed={opts.seed} time_scale={opts.time_scale} "
-            f"runs={opts.runs or 'suite default'} (replay with --chaos-seed={opts.seed})")
+    return (f"chaos: backend={opts.backend} server={os.environ.get(SERVER_ENV) or 'default'} "
+            f"topology={os.environ.get('CHAOS_TOPOLOGY') or 'replica'} seed={opts.seed} "
+            f"time_scale={opts.time_scale} runs={opts.runs or 'suite default'} "
+            f"(replay with --chaos-seed={opts.seed})")
 
 
 def cluster_name(config: pytest.Config) -> str:
@@ -125,7 +139,8 @@ def chaos_options(pytestconfig: pytest.Config) -> ChaosOptions:
 
 @pytest.fixture(scope="session")
 def chaos_cluster(pytestconfig: pytest.Config, chaos_options: ChaosOptions) -> Iterator[Cluster]:
-    """This worker's topology for the whole session (not reset: use ``cluster`` in tests)."""
+    """This worker's topology for the whole session (not reset: use ``chaos_reset_cluster``)."""
+    from chaos.cluster import start_cluster
     topology = start_cluster(chaos_options.backend, cluster_name(pytestconfig))
     try:
         yield topology
@@ -134,7 +149,7 @@ def chaos_cluster(pytestconfig: pytest.Config, chaos_options: ChaosOptions) -> I
 
 
 @pytest.fixture
-def cluster(chaos_cluster: Cluster) -> Cluster:
+def chaos_reset_cluster(chaos_cluster: Cluster) -> Cluster:
     """The topology after ``reset()``: empty Redis and database, no toxics, original primary
     (see ``ready_topology``)."""
     return ready_topology(chaos_cluster)
@@ -147,6 +162,7 @@ def ready_topology(chaos_cluster: Cluster) -> Cluster:
     so does a dead proxy server or PostgreSQL (a rig failure of the last test: health.py),
     without trying a reset first. A dead Redis node is the reset's to restart.
     """
+    from chaos.cluster.health import rig_problems
     # our processes: a poll and a /proc read each; servers that are not ours: a probe each
     broken = rig_problems(chaos_cluster, spared={"redis", "sentinel"})
     if broken:
@@ -160,54 +176,57 @@ def ready_topology(chaos_cluster: Cluster) -> Cluster:
 
 
 @pytest.fixture
-def toxiproxy(cluster: Cluster) -> ToxiproxyClient:
-    return cluster.api
+def chaos_toxiproxy(chaos_reset_cluster: Cluster) -> ToxiproxyClient:
+    return chaos_reset_cluster.api
 
 
 @pytest.fixture
-def redis_proxy(cluster: Cluster) -> str:
-    return cluster.links["redis"]
+def chaos_redis_proxy(chaos_reset_cluster: Cluster) -> str:
+    return chaos_reset_cluster.links["redis"]
 
 
 @pytest.fixture
-def replica_proxy(cluster: Cluster) -> str:
-    return cluster.links["replica"]
+def chaos_replica_proxy(chaos_reset_cluster: Cluster) -> str:
+    return chaos_reset_cluster.links["replica"]
 
 
 @pytest.fixture
-def postgres_proxy(cluster: Cluster) -> str:
-    return cluster.links["postgres"]
+def chaos_postgres_proxy(chaos_reset_cluster: Cluster) -> str:
+    return chaos_reset_cluster.links["postgres"]
 
 
 @pytest.fixture
-def replication_proxy(cluster: Cluster) -> str:
-    return cluster.links["replication"]
+def chaos_replication_proxy(chaos_reset_cluster: Cluster) -> str:
+    return chaos_reset_cluster.links["replication"]
 
 
 @pytest.fixture
-def worker_links(cluster: Cluster) -> Callable[[str], WorkerLinks]:
-    return cluster.worker_links
+def chaos_worker_links(chaos_reset_cluster: Cluster) -> Callable[[str], WorkerLinks]:
+    return chaos_reset_cluster.worker_links
 
 
 # ---------------------------------------------------------------------------------------------
 # client fixtures (through the shared proxies, so faults on those links reach them)
 # ---------------------------------------------------------------------------------------------
 @pytest.fixture
-def redis_primary(cluster: Cluster) -> Iterator[redis.Redis]:
-    client = redis.Redis.from_url(cluster.redis_url("redis"), decode_responses=True, protocol=2)
+def chaos_redis_primary(chaos_reset_cluster: Cluster) -> Iterator[redis.Redis]:
+    import redis
+    client = redis.Redis.from_url(chaos_reset_cluster.redis_url("redis"), decode_responses=True, protocol=2)
     yield client
     client.close()
 
 
 @pytest.fixture
-def redis_replica(cluster: Cluster) -> Iterator[redis.Redis]:
-    client = redis.Redis.from_url(cluster.redis_url("replica"), decode_responses=True, protocol=2)
+def chaos_redis_replica(chaos_reset_cluster: Cluster) -> Iterator[redis.Redis]:
+    import redis
+    client = redis.Redis.from_url(chaos_reset_cluster.redis_url("replica"), decode_responses=True, protocol=2)
     yield client
     client.close()
 
 
 @pytest.fixture
-def postgres(cluster: Cluster) -> Iterator[psycopg.Connection]:
-    conn = psycopg.connect(cluster.pg_dsn("postgres"), autocommit=True)
+def chaos_postgres(chaos_reset_cluster: Cluster) -> Iterator[psycopg.Connection]:
+    import psycopg
+    conn = psycopg.connect(chaos_reset_cluster.pg_dsn("postgres"), autocommit=True)
     yield conn
     conn.close()

@@ -10,19 +10,20 @@ import os
 
 import pytest
 
+from chaos.pytest_plugin import settings
+
 SIZE_ENV = "CHAOS_LOAD_SIZE"
 SIZES = ("ci", "full")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    parser.getgroup("chaos").addoption(
-        "--chaos-load-size", default=None, choices=SIZES, metavar="SIZE",
-        help=f"size of the load cells: ci (2,000 events) or full (10^5 events over 10^3 orders); "
-             f"default ${SIZE_ENV} or ci")
+    settings.add(parser, "--chaos-load-size", choices=SIZES, metavar="SIZE",
+                 help=f"size of the load cells: ci (2,000 events) or full (10^5 events over 10^3 orders); "
+                      f"default ${SIZE_ENV} or ci")
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    size = config.getoption("chaos_load_size", None)
+    size = settings.value(config, "chaos_load_size")
     if size:
         os.environ[SIZE_ENV] = size
     elif os.environ.get(SIZE_ENV, "ci") not in SIZES:

@@ -9,13 +9,15 @@ paths, which stay valid after the session. What is kept is bounded by rundirs.re
 """
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 from typing import Iterator
 
 import pytest
 
-from chaos.cluster.rundirs import OWNER_FILE, Retention, kept_root
+from chaos.pytest_plugin import settings
+from chaos.pytest_plugin.core import cluster_name
 
 _BEFORE = pytest.StashKey[frozenset[str]]()
 _FAILED = pytest.StashKey[bool]()
@@ -23,6 +25,9 @@ _WATCHED = pytest.StashKey[Path]()
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    if not any(k.startswith("CHAOS_KEPT_") for k in os.environ):
+        return   # the defaults are valid: nothing to check, nothing to import
+    from chaos.cluster.rundirs import Retention
     try:
         Retention.from_env()
     except ValueError as exc:
@@ -38,7 +43,7 @@ def _watched(item: pytest.Item) -> Path | None:
     config = item.config
     path = config.stash.get(_WATCHED, None)
     if path is None:
-        from chaos.plugin import cluster_name
+        from chaos.cluster.rundirs import kept_root
         path = config.stash[_WATCHED] = kept_root() / cluster_name(config)
     return path
 
@@ -56,6 +61,7 @@ def _entries(path: Path | None) -> frozenset[str]:
     """What the watched runs dirs hold, as ``<runs dir>/<entry>`` (owner records left out)."""
     if path is None:
         return frozenset()
+    from chaos.cluster.rundirs import OWNER_FILE
     found = set()
     for runs in _dirs(path):
         try:
@@ -77,11 +83,12 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
     item.stash[_BEFORE] = _entries(_watched(item))
     item.stash[_FAILED] = False
     result = yield
-    if not item.stash[_FAILED] and not item.config.getoption("chaos_keep_runs", False):
+    watched = _watched(item)
+    if watched is not None and not item.stash[_FAILED] and not settings.value(item.config, "chaos_keep_runs"):
+        from chaos.cluster.rundirs import OWNER_FILE
         for path in _added(item):
             shutil.rmtree(path, ignore_errors=True)
-        watched = _watched(item)
-        for runs in _dirs(watched) if watched is not None else []:
+        for runs in _dirs(watched):
             if not (runs / OWNER_FILE).exists():
                 try:
                     runs.rmdir()     # the cluster closed during this test's teardown: nothing is kept

@@ -1,6 +1,6 @@
 """pytest option `--chaos-server redis|valkey`: the Redis-protocol server the topology runs.
 
-Listed in chaos/plugin.py's ``pytest_plugins``. The choice is exported as $CHAOS_SERVER in
+Listed in chaos/pytest_plugin/__init__.py's ``pytest_plugins``. The choice is exported as $CHAOS_SERVER in
 ``pytest_configure``, before pytest-xdist starts its workers, so every worker (and every
 process a test starts) runs the same server; see chaos/cluster/servers.py.
 """
@@ -10,22 +10,24 @@ import os
 
 import pytest
 
-from chaos.cluster.servers import ENV, SERVERS, UnknownServer, use_server
+from chaos.pytest_plugin import settings
+
+SERVERS = ("redis", "valkey")     # chaos.cluster.servers.SERVERS (checked there)
+ENV = "CHAOS_SERVER"              # chaos.cluster.servers.ENV
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    group = parser.getgroup("chaos")
-    group.addoption("--chaos-server", default=None, metavar="NAME",
-                    help=f"Redis-protocol server: {' | '.join(SERVERS)} "
-                         f"(default: ${ENV}, else $CHAOS_REDIS_SERVER or redis-server on PATH)")
+    settings.add(parser, "--chaos-server", metavar="NAME",
+                 help=f"Redis-protocol server: {' | '.join(SERVERS)} "
+                      f"(default: ${ENV}, else $CHAOS_REDIS_SERVER or redis-server on PATH)")
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    chosen = settings.value(config, "chaos_server")
+    if not chosen and not os.environ.get(ENV):
+        return    # nothing to check or export
+    from chaos.cluster.servers import UnknownServer, use_server
     try:
-        use_server(config.getoption("chaos_server"))
+        use_server(chosen)
     except UnknownServer as exc:
         raise pytest.UsageError(str(exc)) from None
-
-
-def pytest_report_header(config: pytest.Config) -> str:
-    return f"chaos: server={os.environ.get(ENV) or 'default (CHAOS_REDIS_SERVER or redis-server)'}"

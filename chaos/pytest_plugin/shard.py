@@ -25,6 +25,8 @@ from typing import Iterable, Sequence
 
 import pytest
 
+from chaos.pytest_plugin import settings
+
 __all__ = ["Shard", "parse_shard", "split", "load_durations"]
 
 DURATIONS_ENV = "CHAOS_DURATIONS"
@@ -104,27 +106,26 @@ _SELECTED = pytest.StashKey[tuple[int, int]]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    group = parser.getgroup("chaos")
-    group.addoption("--chaos-shard", default=None, metavar="K/N",
-                    help="run only shard K of N disjoint shards of the selected tests (CI matrix); "
-                         "balanced by --chaos-durations when that file exists, by count otherwise")
-    group.addoption("--chaos-durations", default=None, metavar="PATH",
-                    help=f"recorded test durations ({{node id: seconds}}) that balance --chaos-shard "
-                         f"(default: ${DURATIONS_ENV}; a missing file means balance by count)")
-    group.addoption("--chaos-store-durations", default=None, metavar="PATH",
-                    help="write this session's test durations to PATH (merged with what it holds)")
+    settings.add(parser, "--chaos-shard", metavar="K/N",
+                 help="run only shard K of N disjoint shards of the selected tests (CI matrix); "
+                      "balanced by --chaos-durations when that file exists, by count otherwise")
+    settings.add(parser, "--chaos-durations", metavar="PATH",
+                 help=f"recorded test durations ({{node id: seconds}}) that balance --chaos-shard "
+                      f"(default: ${DURATIONS_ENV}; a missing file means balance by count)")
+    settings.add(parser, "--chaos-store-durations", metavar="PATH",
+                 help="write this session's test durations to PATH (merged with what it holds)")
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    spec = config.getoption("chaos_shard")
+    spec = settings.value(config, "chaos_shard")
     try:
         config.stash[_SHARD] = parse_shard(spec) if spec is not None else None
-        raw = config.getoption("chaos_durations") or os.environ.get(DURATIONS_ENV)
+        raw = settings.value(config, "chaos_durations") or os.environ.get(DURATIONS_ENV)
         path = Path(raw) if raw else None
         config.stash[_DURATIONS] = (path, load_durations(path) if path and config.stash[_SHARD] else {})
     except ValueError as exc:
         raise pytest.UsageError(str(exc)) from None
-    store = config.getoption("chaos_store_durations")
+    store = settings.value(config, "chaos_store_durations")
     if store:
         try:
             Path(store).parent.mkdir(parents=True, exist_ok=True)

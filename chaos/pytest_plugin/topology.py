@@ -1,6 +1,6 @@
 """pytest option `--chaos-topology replica|sentinel[:k=v,...]`: the topology every suite runs on.
 
-Listed in chaos/plugin.py's ``pytest_plugins``. The choice is exported as $CHAOS_TOPOLOGY in
+Listed in chaos/pytest_plugin/__init__.py's ``pytest_plugins``. The choice is exported as $CHAOS_TOPOLOGY in
 ``pytest_configure``, before pytest-xdist starts its workers, so every worker's cluster
 (``start_cluster``) is the same topology; see chaos/cluster/sentinel.py. suites/sentinel
 starts its own sentinel topology whatever this says.
@@ -11,24 +11,26 @@ import os
 
 import pytest
 
-from chaos.cluster.errors import ClusterError
-from chaos.cluster.sentinel import ENV, TOPOLOGIES, use_topology
+from chaos.pytest_plugin import settings
+
+TOPOLOGIES = ("replica", "sentinel")   # chaos.cluster.sentinel.TOPOLOGIES (checked there)
+ENV = "CHAOS_TOPOLOGY"                 # chaos.cluster.sentinel.ENV
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    group = parser.getgroup("chaos")
-    group.addoption("--chaos-topology", default=None, metavar="NAME",
-                    help=f"topology: {' | '.join(TOPOLOGIES)}, e.g. sentinel:quorum=2 "
-                         f"(default: ${ENV}, else replica)")
+    settings.add(parser, "--chaos-topology", metavar="NAME",
+                 help=f"topology: {' | '.join(TOPOLOGIES)}, e.g. sentinel:quorum=2 "
+                      f"(default: ${ENV}, else replica)")
 
 
 @pytest.hookimpl(trylast=True)     # after --chaos-server exported its choice: the Sentinel binary follows it
 def pytest_configure(config: pytest.Config) -> None:
+    chosen = settings.value(config, "chaos_topology")
+    if not chosen and not os.environ.get(ENV):
+        return    # the replica topology: nothing to check or export
+    from chaos.cluster.errors import ClusterError
+    from chaos.cluster.sentinel import use_topology
     try:
-        use_topology(config.getoption("chaos_topology"))
+        use_topology(chosen)
     except ClusterError as exc:
         raise pytest.UsageError(str(exc)) from None
-
-
-def pytest_report_header(config: pytest.Config) -> str:
-    return f"chaos: topology={os.environ.get(ENV) or 'replica'}"

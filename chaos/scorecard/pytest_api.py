@@ -22,15 +22,12 @@ import json
 import os
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from chaos.errors import RigFailure
-from chaos.expectations.table import UnknownVerdict
-from chaos.scorecard.card import ScoreCell, run_cell
-from chaos.scorecard.grade import promised
-from chaos.scorecard.plan import plan
+if TYPE_CHECKING:   # imported when a scorecard cell runs: a pytest run that has none does not pay for them
+    from chaos.scorecard.card import ScoreCell
 
 MARKER = ("scorecard(topology=None, faults='all'): parametrize `scorecard_fault` over the scorecard's "
           "faults (one test per fault); run each with blackbox.scorecard(scorecard_fault)")
@@ -59,6 +56,11 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 def scorecard(request: pytest.FixtureRequest, cluster: Any, command: str, config: Any, config_path: str,
               fault: str, *, runs: int, seed: int, time_scale: float, fresh: bool, cwd: Path) -> ScoreCell:
     """Run, grade and report one fault's cell (called by the ``blackbox`` fixture's ``scorecard``)."""
+    from chaos.errors import RigFailure
+    from chaos.expectations.table import UnknownVerdict
+    from chaos.scorecard.card import run_cell
+    from chaos.scorecard.grade import promised
+    from chaos.scorecard.plan import plan
     marker = request.node.get_closest_marker("scorecard")
     cells = plan(fault, _topology(marker), config)     # bad input: refused before anything starts
     if len(cells) != 1:

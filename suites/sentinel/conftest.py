@@ -1,7 +1,7 @@
 """The sentinel suite stands on its own topology: a primary, a replica and three Sentinels.
 
 It starts one per xdist worker whatever ``--chaos-topology`` says (other suites keep
-theirs), and the plugin's ``cluster`` fixture resets it before each test.
+theirs), and the plugin's ``chaos_reset_cluster`` fixture resets it before each test.
 """
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 
 from chaos.cluster import start_cluster
 from chaos.cluster.sentinel import ENV, parse_topology
-from chaos.plugin import cluster_name
+from chaos.pytest_plugin.core import cluster_name
 
 
 @pytest.fixture(scope="session")

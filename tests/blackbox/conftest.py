@@ -1,1 +1,1 @@
-"""The black-box fixture and marker come from chaos.plugin (chaos.blackbox.pytest_api)."""
+"""The black-box fixture and marker come from the plugin (chaos/pytest_plugin/blackbox.py)."""

@@ -73,7 +73,7 @@ def test_a_session_of_passing_cells_keeps_nothing(tmp_path, cluster_base):
 OWN_TOPOLOGY = '''
 import pytest
 from chaos.cluster import start_cluster
-from chaos.plugin import cluster_name
+from chaos.pytest_plugin.core import cluster_name
 
 @pytest.fixture(scope="session")
 def chaos_cluster(pytestconfig, chaos_options):

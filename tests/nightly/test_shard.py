@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from chaos.pytest_shard import parse_shard, split
+from chaos.pytest_plugin.shard import parse_shard, split
 
 from .helpers import collected_ids, run_pytest
 

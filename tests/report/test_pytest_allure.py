@@ -9,7 +9,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-from chaos.pytest_allure import properties_text
+from chaos.pytest_plugin.allure_results import properties_text
 from chaos.report.categories import CATEGORIES
 
 REPO = Path(__file__).resolve().parents[2]
@@ -31,8 +31,8 @@ def test_environment_and_categories_from_an_xdist_session_with_a_cluster(tmp_pat
     results.mkdir()
     (results / "notes.txt").write_text("left here by hand")
     proc = pytest_run(tmp_path, """
-        def test_uses_the_cluster(cluster):
-            assert cluster.direct_redis().ping()
+        def test_uses_the_cluster(chaos_reset_cluster):
+            assert chaos_reset_cluster.direct_redis().ping()
     """, "-n", "1", f"--alluredir={results}", "--chaos-seed=4242", "--chaos-time-scale=0.5")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     env = read_properties(results / "environment.properties")
@@ -52,7 +52,8 @@ def test_a_test_without_a_cell_is_filed_under_its_directory_and_module(tmp_path)
     results = tmp_path / "results"
     (tmp_path / "tests" / "unit").mkdir(parents=True)
     (tmp_path / "tests" / "unit" / "test_plain.py").write_text("def test_plain():\n    assert False\n")
-    proc = pytest_run(tmp_path, "def test_top():\n    pass\n", f"--alluredir={results}", "tests/unit")
+    proc = pytest_run(tmp_path, "def test_top():\n    pass\n", f"--alluredir={results}", "--chaos-allure-tree",
+                      "tests/unit")
     assert proc.returncode == 1, proc.stdout + proc.stderr
     found = {r["name"]: r for r in (json.loads(p.read_text()) for p in results.glob("*-result.json"))}
     labels = {(lab["name"], lab["value"]) for lab in found["test_plain"]["labels"]}
@@ -63,14 +64,41 @@ def test_a_test_without_a_cell_is_filed_under_its_directory_and_module(tmp_path)
 
 def test_results_from_an_earlier_session_are_pointed_out(tmp_path):
     results = tmp_path / "results"
-    body = "def test_nothing():\n    pass\n"
+    body = "def test_uses_the_cluster(chaos_cluster):\n    pass\n"
     assert pytest_run(tmp_path, body, f"--alluredir={results}").returncode == 0
     for path in results.glob("*-result.json"):
         os.utime(path, (1, 1))
     proc = pytest_run(tmp_path, body, f"--alluredir={results}")
-    assert "1 result(s) in" in proc.stdout and "earlier session" in proc.stdout
-    env = read_properties(results / "environment.properties")
-    assert env["redis.server"].startswith("not started")
+    assert re.search(r"allure: \d+ result\(s\) in .* earlier session", proc.stdout), proc.stdout
+
+
+def test_a_session_that_uses_no_chaos_fixture_is_left_alone(tmp_path):
+    """The plugin is installed but the session does not use it: no header line, no labels on
+    its tests, nothing of ours in its results, and its own categories.json untouched."""
+    results = tmp_path / "results"
+    results.mkdir()
+    theirs = [{"name": "Product defects", "matchedStatuses": ["failed"]}]
+    (results / "categories.json").write_text(json.dumps(theirs))
+    proc = pytest_run(tmp_path, "def test_plain():\n    pass\n", f"--alluredir={results}")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "chaos" not in proc.stdout, proc.stdout
+    assert not (results / "environment.properties").exists()
+    assert json.loads((results / "categories.json").read_text()) == theirs
+    (result,) = [json.loads(p.read_text()) for p in results.glob("*-result.json")]
+    assert not {lab["name"] for lab in result["labels"]} & {"epic", "feature", "story"}, result["labels"]
+
+
+def test_the_chaos_categories_are_merged_into_a_projects_own(tmp_path):
+    """A session that ran a topology puts the chaos categories first and keeps the project's
+    own after them (one of the same name as ours is replaced)."""
+    results = tmp_path / "results"
+    results.mkdir()
+    theirs = [{"name": "Product defects", "matchedStatuses": ["failed"]}, {"name": CATEGORIES[0]["name"]}]
+    (results / "categories.json").write_text(json.dumps(theirs))
+    proc = pytest_run(tmp_path, "def test_uses_the_cluster(chaos_cluster):\n    pass\n", f"--alluredir={results}")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert json.loads((results / "categories.json").read_text()) == [*CATEGORIES, theirs[0]]
+    assert (results / "environment.properties").exists()
 
 
 def test_an_unwritable_alluredir_is_refused_before_the_tests_run(tmp_path):

@@ -20,7 +20,7 @@ import psutil
 import pytest
 
 from chaos.params import Param
-from chaos.plugin import ready_topology
+from chaos.pytest_plugin.core import ready_topology
 from chaos.run import run_cell
 from chaos.workload.forkserver import fork_server
 from faults.interface import Fault

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from chaos.pytest_shard import split
+from chaos.pytest_plugin.shard import split
 from chaos.report.merge import build_parser as merge_parser
 
 from .helpers import ROOT, run_pytest

@@ -18,19 +18,20 @@ import time
 from typing import Any
 
 from chaos.params import Param
-from chaos.strategies.delivery.base import GROUP
 from faults.effects import DIED_MID_WORK
 from faults.helpers import pick_worker, process_alive, wait_for_entries, wait_until, workload_streams
 from faults.interface import Fault, FaultContext, FaultError
 
-# KEYS: streams; ARGV[1]: the group; ARGV[2]: the consumer. Per stream: {stream, {entry id, event id}...}
+# KEYS: streams; ARGV[1]: the consumer. Every group of each stream (a black-box worker names its
+# own group). Per stream: {stream, {entry id, event id}...}
 _DROP = """local out = {}
 for _, key in ipairs(KEYS) do
   local dropped = {}
   if redis.call('EXISTS', key) == 1 then
-    local ok, pel = pcall(redis.call, 'XPENDING', key, ARGV[1], '-', '+', 100000, ARGV[2])
-    if ok then
-      for _, p in ipairs(pel) do
+    for _, g in ipairs(redis.call('XINFO', 'GROUPS', key)) do
+      local group = false
+      for i = 1, #g, 2 do if g[i] == 'name' then group = g[i + 1] end end
+      for _, p in ipairs(redis.call('XPENDING', key, group, '-', '+', 100000, ARGV[1])) do
         local event = false
         local entry = redis.call('XRANGE', key, p[1], p[1])[1]
         if entry then
@@ -41,7 +42,7 @@ for _, key in ipairs(KEYS) do
         dropped[#dropped + 1] = p[1]
         dropped[#dropped + 1] = event
       end
-      redis.call('XGROUP', 'DELCONSUMER', key, ARGV[1], ARGV[2])
+      redis.call('XGROUP', 'DELCONSUMER', key, group, ARGV[1])
     end
   end
   out[#out + 1] = {key, dropped}
@@ -49,9 +50,9 @@ end
 return out"""
 
 
-def delete_consumer(client: Any, streams: list[str], group: str, consumer: str) -> dict[str, Any]:
-    """XGROUP DELCONSUMER on every stream, in one script with the read of what it drops."""
-    reply = client.eval(_DROP, len(streams), *streams, group, consumer)
+def delete_consumer(client: Any, streams: list[str], consumer: str) -> dict[str, Any]:
+    """XGROUP DELCONSUMER in every group of every stream, in one script with the read of what it drops."""
+    reply = client.eval(_DROP, len(streams), *streams, consumer)
     entries: dict[str, list[str]] = {}
     events: list[str] = []
     for stream, flat in reply:
@@ -90,7 +91,7 @@ class DeleteConsumer(Fault):
             if not wait_until(lambda: not process_alive(worker.pid), 5.0, 0.0005):
                 raise FaultError(f"fault {self.name!r}: {worker.name} (pid {worker.pid}) outlived its SIGKILL")
         started = time.monotonic()
-        dropped = delete_consumer(client, streams, GROUP, consumer)
+        dropped = delete_consumer(client, streams, consumer)
         ctx.record("start", name=self.name, spec=self.spec, worker=worker.name, consumer=consumer,
                    when=self.when, **dropped)
         ctx.record("stop", name=self.name, worker=worker.name,

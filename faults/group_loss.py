@@ -22,12 +22,11 @@ from typing import Any
 
 from chaos.errors import BadArguments
 from chaos.params import Param
-from chaos.strategies.delivery.base import GROUP
 from faults.effects import DIED_MID_WORK
 from faults.helpers import wait_for_entries, workload_streams
 from faults.interface import Fault, FaultContext, Plan
 
-# KEYS: streams; ARGV[1]: the group; ARGV[2]: "1" to delete the keys (evict), "0" to read only.
+# KEYS: streams; ARGV[1]: the group ('': the stream's only group, a black-box worker's); ARGV[2]: "1" to delete the keys (evict), "0" to read only.
 # Returns, per stream: {stream, {entry id, event id or false}..., pending ids..., last-delivered id}
 _VANISH = """local out = {}
 for _, key in ipairs(KEYS) do
@@ -44,9 +43,9 @@ for _, key in ipairs(KEYS) do
     for _, g in ipairs(redis.call('XINFO', 'GROUPS', key)) do
       local info = {}
       for i = 1, #g, 2 do info[g[i]] = g[i + 1] end
-      if info['name'] == ARGV[1] then
+      if info['name'] == ARGV[1] or ARGV[1] == '' then
         last = info['last-delivered-id']
-        for _, p in ipairs(redis.call('XPENDING', key, ARGV[1], '-', '+', 100000)) do
+        for _, p in ipairs(redis.call('XPENDING', key, info['name'], '-', '+', 100000)) do
           pending[#pending + 1] = p[1]
         end
       end
@@ -123,11 +122,11 @@ class GroupLoss(Fault):
         client = ctx.cluster.direct_redis("primary")
         streams = [self.stream] if self.stream else workload_streams(client)
         if self.how == "evict":
-            gone = vanish(client, streams, GROUP, delete=True)
+            gone = vanish(client, streams, "", delete=True)
             ctx.record("start", name=self.name, spec=self.spec, how=self.how, streams=streams, **gone)
             ctx.record("stop", name=self.name, how=self.how)
             return
-        gone = vanish(client, streams, GROUP, delete=False)   # the last read before the crash
+        gone = vanish(client, streams, "", delete=False)   # the last read before the crash
         ctx.record("start", name=self.name, spec=self.spec, how=self.how, streams=streams, **gone)
         started = time.monotonic()
         ctx.cluster.restart_primary(appendonly=False, kill=True)

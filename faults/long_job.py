@@ -47,8 +47,12 @@ class LongJob(Fault):
                                "(e.g. long-job:event_id=e1-1)")
 
     def check(self, plan: Plan) -> None:
-        super().check(plan)
         strategy = plan.strategy
+        if strategy is None and plan.roles:
+            raise BadArguments("fault 'long-job' makes a job of the built-in consumers run long (failpoint "
+                               "in_work); a black-box worker's job time is its own: give it a long job "
+                               "through its config instead (e.g. ORDERS_WORK_MS above its claim idle time)")
+        super().check(plan)
         if strategy is None:
             return
         delivery, label = strategy.delivery, strategy.label()

@@ -125,6 +125,8 @@ def load_faults(specs: list[str], workers: list[str]) -> list[Any]:
         try:
             fault.check(plan)
         except BadArguments as exc:
+            if "at" not in fault.values:   # no way to act from outside: its own message says what to do
+                raise
             raise BadArguments(f"{exc}. A black-box worker carries no failpoints: act from outside, "
                                f"e.g. --fault {fault.name}:at=time") from None
         out.append(fault)

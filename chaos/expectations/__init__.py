@@ -23,6 +23,7 @@ from chaos.expectations.table import (
     UnknownVerdict,
     assert_cell,
     between,
+    each_run,
     eq,
     ge,
     gt,
@@ -37,7 +38,7 @@ AREA_MODULES = ("ordering", "delivery", "producer", "redelivery", "failover", "o
 
 __all__ = [
     "AREA_MODULES", "NO_FAULT", "RUNS", "Expectation", "ExpectationError", "ExpectationTable",
-    "Mismatch", "Row", "UnknownVerdict", "assert_cell", "between", "eq", "expect", "ge", "gt",
+    "Mismatch", "Row", "UnknownVerdict", "assert_cell", "between", "each_run", "eq", "expect", "ge", "gt",
     "le", "load_rows", "lt", "row", "satisfies", "table",
 ]
 

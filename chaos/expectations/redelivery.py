@@ -11,7 +11,7 @@ match 0 rows.
 from __future__ import annotations
 
 from chaos.expectations.cells import Cell, rows
-from chaos.expectations.table import RUNS, eq, ge
+from chaos.expectations.table import RUNS, each_run, eq, ge
 
 CLAIM = "xautoclaim:etype=created,stall_ms=1500"
 CLAIMING = "claim=always,claim_idle_ms=500"
@@ -19,24 +19,28 @@ RUN_COUNT = 3
 
 CELLS: list[Cell] = [
     Cell(f"baseline:{CLAIMING}", (CLAIM,), RUN_COUNT,
-         dict(wrong_final_state_runs=eq(RUNS), reordered=ge(RUNS), redelivered=ge(RUNS)),
+         dict(wrong_final_state_runs=eq(RUNS), reordered=each_run(ge(1)), redelivered=each_run(ge(1))),
          note="plain: the stalled consumer's late write is a stale overwrite, and the claimer's when it "
               "applied paid before claiming (each run's exact count is asserted from its history)"),
     Cell(f"s5:{CLAIMING}", (CLAIM,), RUN_COUNT,
-         dict(wrong_final_state_runs=eq(0), reordered=eq(0), redelivered=ge(RUNS), duplicated=eq(0)),
+         dict(wrong_final_state_runs=eq(0), reordered=eq(0), redelivered=each_run(ge(1)), duplicated=eq(0),
+              projection_drift=eq(0)),
          note="CAS: both late writes of v=1 match 0 rows"),
 ]
 RESET = "pg-reset"                                   # COMMIT dropped: rolls back
 REPLY_RESET = "pg-reset:stream=downstream"           # COMMIT applied, reply lost
-ROLLED_BACK = dict(lost=eq(0), duplicated=eq(0), projection_drift=eq(0), redelivered=ge(RUNS))
+ROLLED_BACK = dict(lost=eq(0), indeterminate=eq(0), duplicated=eq(0), projection_drift=eq(0),
+                   redelivered=each_run(ge(1)))
 PG_CELLS: list[Cell] = [
     Cell("s1", (RESET,), RUN_COUNT, ROLLED_BACK,
          note="the transaction rolled back: the entry is delivered again and applied once"),
     Cell("inbox", (RESET,), RUN_COUNT, ROLLED_BACK,
          note="rolled back with the inbox row: the redelivered copy is applied once, nothing twice"),
-    Cell("s1", (REPLY_RESET,), RUN_COUNT, dict(lost=eq(0), duplicated=ge(RUNS), redelivered=ge(RUNS)),
+    Cell("s1", (REPLY_RESET,), RUN_COUNT, dict(lost=eq(0), indeterminate=eq(0), duplicated=each_run(ge(1)),
+                                                  redelivered=each_run(ge(1))),
          note="committed, reply lost (apply info): the plain UPDATE's effect lands again on redelivery"),
-    Cell("inbox", (REPLY_RESET,), RUN_COUNT, dict(lost=eq(0), duplicated=eq(0), redelivered=ge(RUNS)),
+    Cell("inbox", (REPLY_RESET,), RUN_COUNT, dict(lost=eq(0), indeterminate=eq(0), duplicated=eq(0),
+                                                        projection_drift=eq(0), redelivered=each_run(ge(1))),
          note="committed, reply lost: the inbox row says seen, the redelivered copy is not applied"),
 ]
 NEMESIS = "nemesis:duration_ms=2500,interval_ms=300,window_ms=250"
@@ -44,23 +48,24 @@ NEMESIS = "nemesis:duration_ms=2500,interval_ms=300,window_ms=250"
 NEMESIS_WORKLOAD = "many-orders:keys=20,events=4,gap_ms=35,cost_ms=10"
 NEMESIS_CELLS: list[Cell] = [
     Cell("s5", (NEMESIS,), RUN_COUNT,
-         dict(lost=eq(0), wrong_final_state_runs=eq(0), reordered=eq(0), duplicated=eq(0)),
+         dict(lost=eq(0), indeterminate=eq(0), wrong_final_state_runs=eq(0), reordered=eq(0), duplicated=eq(0),
+              projection_drift=eq(0)),
          parts={"workload": NEMESIS_WORKLOAD},
          note="a seeded random schedule of latency, partitions and pauses on the consumers: "
               "CAS + redelivery keeps every key right"),
 ]
 SERVER_CELLS: list[Cell] = [
     Cell("s5", ("redis-restart:at_ms=500",), 2,
-         dict(lost=eq(0), wrong_final_state_runs=eq(0), reordered=eq(0)),
+         dict(lost=eq(0), indeterminate=eq(0), wrong_final_state_runs=eq(0), reordered=eq(0)),
          parts={"workload": "many-orders:keys=20,events=4,gap_ms=10,cost_ms=10"},
          note="SIGKILL and restart from the AOF (everysec): the AOF is written before each reply, "
               "so a process crash loses no acknowledged write and the group cursor does not move back "
               "(only an OS crash loses the last second)"),
-    Cell("ack-after", ("maxlen-trim:after_entries=1000,at_ms=0,maxlen=100",), 1, dict(lost=ge(RUNS), pending_left=eq(0)),
+    Cell("ack-after", ("maxlen-trim:after_entries=1000,at_ms=0,maxlen=100",), 1, dict(lost=each_run(ge(1)), pending_left=eq(0)),
          note="XTRIM MAXLEN 100 once 1000 of the 2000 jobs are in: the undelivered and pending ones "
               "are gone from the stream and the checker counts them lost"),
     Cell("ack-after:respawn=1", ("sigterm:at_ms=1200,grace_ms=1000",), 1,
-         dict(lost=eq(0), pending_left=eq(0), duplicated=eq(0)),
+         dict(lost=eq(0), indeterminate=eq(0), pending_left=eq(0), duplicated=eq(0), projection_drift=eq(0)),
          note="rolling deploy: SIGTERM mid-batch, the consumer stops between entries, restarts "
               "under its name and finishes its PEL"),
 ]

@@ -9,7 +9,9 @@ producer, so there is always a backlog and a job in hand when the primary fails.
   promotion (redelivered); a plain UPDATE applies it again, a rejecting guard does not.
   Not every run has one (a consumer between jobs at the cut, or an XACK retried on the
   new primary, leaves nothing to redeliver: seen once in a loaded CI run), so the cell
-  asks for at least one over its runs. The
+  asks for one in at least half of its runs, each run on its own (`each_run(..., 0.5)`).
+  Publishes sent into the cut whose retries all fail too stay undecided (`indeterminate`,
+  about half of a run's 250 events: those published after the cut). The
   retrying producer's publishes during the detection time fail and are retried, a
   producer reorder that only business-version guards survive.
 * ``kill`` with ``hold_ms=500``: as promote-replica, but Sentinel decides: acknowledged
@@ -26,7 +28,7 @@ from __future__ import annotations
 
 from chaos.expectations.cells import Cell, rows
 from chaos.expectations.failover import WORKLOAD, fits, keeps_version_order, prefetches, rejects_copies
-from chaos.expectations.table import RUNS, eq, ge
+from chaos.expectations.table import each_run, eq, ge, le
 from chaos.strategies.presets import PRESETS
 
 FAULT_NAME = "sentinel-failover"
@@ -37,16 +39,21 @@ RUN_COUNT = 2
 
 
 def _guard_bounds(preset: str) -> dict:
-    bounds = {"duplicated": eq(0) if rejects_copies(preset) else ge(RUNS)}
+    bounds = ({"duplicated": eq(0), "projection_drift": eq(0)} if rejects_copies(preset)
+              else {"duplicated": each_run(ge(1))})
     if keeps_version_order(preset):
         bounds["reordered"] = eq(0)
     return bounds
 
 
 def partition_cell(preset: str) -> Cell:
-    bounds = dict(lost=eq(0), redelivered=ge(1), published=ge(100 * RUNS), **_guard_bounds(preset))
+    # publishes sent into the cut whose every retry failed too are undecided (measured 120-137 of
+    # a run's 250 on a loaded box); the 100 before the cut never are: at most 150 per run
+    bounds = dict(lost=eq(0), indeterminate=each_run(le(150)), redelivered=each_run(ge(1), min_fraction=0.5),
+                  published=each_run(ge(100)),
+                  **_guard_bounds(preset))
     if not rejects_copies(preset):
-        bounds["duplicated"] = ge(1)
+        bounds["duplicated"] = each_run(ge(1), min_fraction=0.5)
     if keeps_version_order(preset):
         bounds["wrong_final_state_runs"] = eq(0)
     return Cell(preset, (PARTITION,), RUN_COUNT, bounds, parts={"workload": WORKLOAD},
@@ -55,18 +62,18 @@ def partition_cell(preset: str) -> Cell:
 
 
 def kill_cell(preset: str) -> Cell:
-    bounds = dict(redelivered=ge(RUNS), published=ge(100 * RUNS), **_guard_bounds(preset))
+    bounds = dict(redelivered=each_run(ge(1)), published=each_run(ge(100)), **_guard_bounds(preset))
     if not prefetches(preset):
-        bounds["lost"] = ge(RUNS)
+        bounds["lost"] = each_run(ge(1))
     return Cell(preset, (KILL_HELD,), RUN_COUNT, bounds, parts={"workload": WORKLOAD},
                 note="replication held 500 ms, primary killed, Sentinel promotes: acknowledged entries lost, "
                      "processed ones redelivered")
 
 
 def manual_cell(preset: str) -> Cell:
-    bounds = dict(redelivered=ge(RUNS), published=ge(100 * RUNS), **_guard_bounds(preset))
+    bounds = dict(redelivered=each_run(ge(1)), published=each_run(ge(100)), **_guard_bounds(preset))
     if not prefetches(preset):
-        bounds["lost"] = ge(RUNS)
+        bounds["lost"] = each_run(ge(1))
     return Cell(preset, (MANUAL,), RUN_COUNT, bounds, parts={"workload": WORKLOAD},
                 note="SENTINEL FAILOVER: the old primary takes writes and acks until demoted, all dropped "
                      "(redis/redis#6062); acked entries come back through > (redis/redis#5433)")

@@ -8,7 +8,8 @@ reports/categories.json classifies in Allure.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+import math
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from chaos.results import COUNT_NAMES, UNKNOWN, CellResult
@@ -151,6 +152,50 @@ class Satisfies:
         return 0
 
 
+class _OneRun:
+    """What Compare/Between read from a cell, for one run of it: a single run."""
+
+    run_count = 1
+
+
+@dataclass(frozen=True)
+class EachRun:
+    """A bound that holds in each run on its own (`each_run(ge(1))`: every run breaks), not in
+    the sum over runs where one run could carry the cell. With `min_fraction` < 1, in at
+    least that fraction of the runs (rounded up): a break the strategy shows in most runs,
+    not all; the cell's runs then bound a false zero as suites/ordering's lock races do
+    (`chaos.workload.rates.runs_for_false_zero`)."""
+
+    inner: Compare | Between
+    min_fraction: float = 1.0
+    name: str = ""   # the count, set by Expectation.of
+    relative = False
+
+    def per_run(self, cell: CellResult) -> list[Any]:
+        return [getattr(r.counts, self.name) for r in cell.runs]
+
+    def holds(self, measured: Any, cell: CellResult) -> bool:
+        values = self.per_run(cell)
+        meeting = sum(1 for v in values if self.inner.holds(v, _OneRun()))  # type: ignore[arg-type]
+        return bool(values) and meeting >= math.ceil(self.min_fraction * len(values) - 1e-9)
+
+    def describe(self, runs: int | None) -> str:
+        where = "in each run" if self.min_fraction >= 1 else f"in >= {self.min_fraction:.0%} of runs"
+        return f"{self.inner.describe(1)} {where}"
+
+    def direction(self, measured: Any, cell: CellResult) -> int:
+        return -1 if isinstance(self.inner, Compare) and self.inner.op in (">=", ">") else 0
+
+
+def each_run(bound: Compare | Between, min_fraction: float = 1.0) -> EachRun:
+    """`each_run(ge(1))`: every run shows the count (a "must break" bound per run)."""
+    if not 0 < min_fraction <= 1:
+        raise ExpectationError(f"each_run: min_fraction must be in (0, 1], got {min_fraction}")
+    if bound.relative:
+        raise ExpectationError("each_run bounds one run: give a plain number, not RUNS")
+    return EachRun(bound, min_fraction)
+
+
 def eq(value: Value) -> Compare:
     return Compare("==", value)
 
@@ -194,12 +239,16 @@ class Mismatch:
 
 
 def _coerce(name: str, bound: Any) -> Bound:
+    if isinstance(bound, EachRun):
+        if name not in COUNT_NAMES:
+            raise ExpectationError(f"each_run bound on {name!r}: only counts have a figure per run")
+        return replace(bound, name=name)
     if isinstance(bound, (Compare, Between, Satisfies)):
         return bound
     if isinstance(bound, (int, float, str, RunsRef)) and not isinstance(bound, bool):
         return eq(bound)
     raise ExpectationError(f"bound for {name!r} is {bound!r}; use a number, RUNS, or "
-                           "eq/ge/le/gt/lt/between/satisfies from chaos.expectations.table")
+                           "eq/ge/le/gt/lt/between/each_run/satisfies from chaos.expectations.table")
 
 
 @dataclass(frozen=True)
@@ -231,7 +280,7 @@ class Expectation:
             measured = cell.count(name) if name in CELL_FIELDS else None
             if bound.holds(measured, cell):
                 continue
-            shown = _show(name, measured, runs, bound)
+            shown = _show(name, measured, runs, bound, cell)
             direction = bound.direction(measured, cell) if measured is not None else 0
             upper = name.upper()
             tag = f"MISSING_{upper}" if direction < 0 else f"{upper}: {shown}"
@@ -250,9 +299,11 @@ class Expectation:
         return out
 
 
-def _show(name: str, measured: Any, runs: int, bound: Bound) -> str:
+def _show(name: str, measured: Any, runs: int, bound: Bound, cell: CellResult) -> str:
     if measured is None:
         return "see counts"
+    if isinstance(bound, EachRun):
+        return f"per run {bound.per_run(cell)}"
     if name in PER_RUN_COUNTS:
         return f"{measured}/{runs}"
     if bound.relative:

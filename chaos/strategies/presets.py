@@ -120,6 +120,20 @@ class Strategy:
     def parts(self) -> dict[str, Part]:
         return {slot: getattr(self, slot) for slot in SLOTS}
 
+    def zero_by_construction(self) -> dict[str, str]:
+        """Counts that this strategy's parts make zero whatever happens (count -> why), from
+        what the parts declare: an expectation bounding one asserts nothing, so the table
+        refuses it (tests/checker/test_bounds_can_fail.py)."""
+        zero: dict[str, str] = {}
+        if self.ack.uses_noack:
+            why = "XREADGROUP NOACK never puts an entry in the PEL"
+            zero.update(pending_left=why, recovered=why + " (nothing to claim)")
+        if not self.ack.max_attempts:
+            zero["dlq"] = "max_attempts=0 sends nothing to the DLQ"
+        if not self.workload.ordered_keys():
+            zero["reordered"] = "one version per key cannot reorder"
+        return zero
+
     def label(self) -> str:
         """The spec that rebuilds this strategy (`s2:shards=8`)."""
         given = ",".join(f"{k}={v}" for k, v in self.overrides.items())

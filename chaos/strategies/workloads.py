@@ -83,7 +83,7 @@ class Workload(Part):
         raise NotImplementedError
 
     def ordered_keys(self) -> bool:
-        """Whether per-key order matters (bulk jobs are independent)."""
+        """Whether a key has several versions whose order matters (bulk jobs: one version per key)."""
         return True
 
     def event_count(self) -> int:

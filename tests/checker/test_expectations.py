@@ -190,3 +190,20 @@ def _importer(modules: dict):
             return modules[name]
         raise ModuleNotFoundError(f"No module named {name!r}", name=name)
     return import_module
+
+
+def test_a_must_break_bound_per_run_is_not_carried_by_one_run():
+    from chaos.checker import CellResult, Counts, RunResult
+    from chaos.expectations import Expectation, each_run, ge
+
+    def cell(*lost):
+        runs = [RunResult(i, Counts(lost=n), "valid", [], {}, {}) for i, n in enumerate(lost)]
+        return CellResult(sum((r.counts for r in runs), Counts()), "valid", runs, [], {}, [])
+
+    every = Expectation.of(lost=each_run(ge(1)))
+    assert every.mismatches(cell(2, 1)) == []
+    [text] = every.mismatches(cell(3, 0))          # summed, ge(RUNS) would hold: 3 >= 2
+    assert text == "lost: expected >= 1 in each run, measured per run [3, 0] [MISSING_LOST]"
+    most = Expectation.of(lost=each_run(ge(1), min_fraction=0.5))
+    assert most.mismatches(cell(3, 0)) == [] and most.mismatches(cell(0, 0, 1))
+    assert every.to_json() == {"lost": ">= 1 in each run"}

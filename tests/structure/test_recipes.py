@@ -14,7 +14,7 @@ import pytest
 import chaos.expectations as expectations
 import chaos.expectations.ordering as ordering_area
 from chaos.events import Event
-from chaos.expectations import assert_cell, eq, expect, ge, row
+from chaos.expectations import assert_cell, each_run, eq, expect, ge, row
 from chaos.expectations import failover as failover_area
 from chaos.params import Param
 from chaos.run import run_cell
@@ -98,7 +98,7 @@ def test_a_new_preset_and_guard_are_resolved_and_picked_up_by_the_areas(recipes)
     # what the guard declares, not from its name.
     assert failover_area.fits(GUARD_PRESET)
     cell = failover_area.preset_cell(GUARD_PRESET)
-    assert cell.bounds["duplicated"] == eq(0) and cell.bounds["reordered"] == ge(1)
+    assert cell.bounds["duplicated"] == eq(0) and cell.bounds["reordered"] == each_run(ge(1), min_fraction=0.5)
     assert failover_area.preset_cell(PRESET).bounds["reordered"] == eq(0)   # CAS by business version
 
 

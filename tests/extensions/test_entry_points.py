@@ -107,3 +107,23 @@ def test_an_entry_point_reusing_a_built_in_name_is_refused_naming_it(tmp_path):
     done = _chaos(site, "list")
     assert done.returncode == 254, (done.returncode, done.stderr[-500:])
     assert "entry point cas = team_chaos:SkipGuard" in done.stderr and "rename it" in done.stderr
+
+
+PLUGIN = '''
+from chaos import extensions
+extensions.register("faults", "team-plugin-nudge", "team_chaos:Nudge")
+'''
+
+
+def test_chaos_plugins_names_modules_that_register(tmp_path):
+    site = tmp_path / "site"
+    _install(site, "")
+    (site / "team_plugin.py").write_text(PLUGIN)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), str(ROOT)]), "CHAOS_PLUGINS": "team_plugin"}
+    done = subprocess.run([sys.executable, "-m", "chaos", "describe", "team-plugin-nudge"], capture_output=True,
+                          text=True, env=env, cwd=site, timeout=120)
+    assert done.returncode == 0 and "records a window" in done.stdout, done.stderr[-1000:]
+    env["CHAOS_PLUGINS"] = "team_plugin,no_such_module"
+    done = subprocess.run([sys.executable, "-m", "chaos", "list"], capture_output=True, text=True, env=env,
+                          cwd=site, timeout=120)
+    assert done.returncode == 254 and "$CHAOS_PLUGINS names 'no_such_module'" in done.stderr, done.stderr

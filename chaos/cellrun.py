@@ -143,7 +143,7 @@ def run(cell: Cell, cluster: Any, options: Any, *, runs: int | None = None, fixe
     says, so they need an explicit `expected`. A fault that did not heal rebuilds the cluster
     and raises.
     """
-    from chaos.run import run_cell
+    from chaos.orchestrator import run_cell
     from faults.interface import FaultError
 
     if failpoints and expected is LOOK_UP:

@@ -1,7 +1,7 @@
 """The one base of every fault context: the run's time scale, a sleep that tells whether
 the run is stopping, and a resume that cannot lose its SIGCONT.
 
-The orchestrator's RunContext (chaos/run.py) and the stand-alone LocalContext (faults/local.py,
+The orchestrator's RunContext (chaos/orchestrator/faultcontext.py) and the stand-alone LocalContext (faults/local.py,
 used by the black-box runner and the fault tests) both derive from it, so a fault behaves
 the same under each.
 """

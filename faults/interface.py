@@ -6,7 +6,7 @@ A fault is armed before the workload starts, fires at a failpoint or at a time f
 its own thread, and heals. Everything random in a fault comes from ``ctx.rng`` (the
 run's seed), so a run replays exactly; every duration goes through ``ctx.scale``.
 A fault module imports this, faults.helpers and the cluster; never the orchestrator
-(chaos.run) nor the expectations.
+(chaos.orchestrator) nor the expectations.
 """
 from __future__ import annotations
 

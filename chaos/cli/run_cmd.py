@@ -84,7 +84,7 @@ def run_one_cell(cluster: Any, preset: str, faults: list[str], parts: dict[str, 
                  named: list[Path] | None = None) -> tuple[dict, int]:
     """Run a cell and build its JSON object and exit code; keeps the run dirs of a failed cell
     (added to `named`, the dirs this command has named), then bounds the runs root."""
-    from chaos.run import run_cell
+    from chaos.orchestrator import run_cell
     strategy = _check_inputs(preset, faults, parts)
     expected = _expectation(strategy, faults, parts)
     label = strategy.label()

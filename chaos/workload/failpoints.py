@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from chaos.strategies.plan import PRODUCER
+
 NAMES = ("after_read", "mid_batch", "after_apply_before_ack", "before_apply", "in_work", "before_lock",
          "before_commit", "after_commit", "after_xadd_before_mark", "before_publish", "after_publish_fail",
          "before_ack")   # before_ack: the S3 acker, a worker's entry done, its XACK not yet sent
@@ -26,6 +28,19 @@ ACTIONS = ("kill", "pause", "signal", "fail")
 NO_FAIL = {"after_commit": "the effect has committed"}   # places where nothing is left to fail
 SELECTORS = ("etype", "key", "event_id")
 _KEYS = {"action", "after", "count", "every", "pause_ms", *SELECTORS}
+
+
+# Which failpoints a role's processes reach (a fault's check asks before anything starts).
+CONSUMER_FAILPOINTS = {"after_read", "mid_batch", "before_apply", "in_work", "before_lock", "before_commit",
+                       "after_commit", "after_apply_before_ack"}
+PRODUCER_FAILPOINTS = {"before_publish"}
+ROLE_FAILPOINTS = {"dispatcher": {"before_publish", "after_xadd_before_mark", "after_publish_fail"},
+                   "outbox-producer": {"before_publish"}}
+
+
+def role_failpoints(role: str) -> set[str]:
+    """The failpoints the processes of `role` (a plan's role or kind) pass through."""
+    return ROLE_FAILPOINTS.get(role) or (PRODUCER_FAILPOINTS if role == PRODUCER else CONSUMER_FAILPOINTS)
 
 
 class FailpointFailure(Exception):

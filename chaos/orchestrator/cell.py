@@ -1,0 +1,141 @@
+"""The cell loop: run one preset x faults cell N times (run i with seed + i), each run
+checked on its own, then the runs summed into the cell's CellResult with what the
+orchestrator measured around them (phases, metrics, notes), and the run dirs tidied."""
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from chaos.checker import summarize
+from chaos.cluster.rundirs import runs_dir
+from chaos.errors import BadArguments
+from chaos.orchestrator.cellcontext import CellContext
+from chaos.orchestrator.phases import plan_workload
+from chaos.orchestrator.run import Run
+from chaos.orchestrator.sequence import execute
+from chaos.results import CellResult, Phase, RunResult
+from chaos.strategies.plan import ProcessPlan
+from chaos.strategies.presets import Strategy, resolve
+from chaos.workload import failpoints as fp
+
+
+def _validate(time_scale: float, runs: int, failpoints: dict[str, dict], bounds: dict[str, float | None]) -> None:
+    for name, value in bounds.items():
+        if value is not None and not value > 0:
+            raise BadArguments(f"{name} must be > 0 seconds (or None for the default), got {value!r}")
+    if not isinstance(runs, int) or runs < 1:
+        raise BadArguments(f"runs must be a whole number >= 1, got {runs!r}")
+    if not time_scale or time_scale <= 0:
+        raise BadArguments(f"time scale must be > 0 (1 = the reference's durations), got {time_scale!r}")
+    for target, points in failpoints.items():
+        try:
+            fp.validate(points)
+        except ValueError as exc:
+            raise BadArguments(f"failpoints for {target}: {exc}") from None
+
+
+def _fault_specs(faults: Sequence[Any]) -> list[Any]:
+    from faults.registry import get_fault
+    specs = []
+    for fault in faults:
+        if isinstance(fault, str):
+            get_fault(fault)  # BadArguments now, before anything starts
+        specs.append(fault)
+    return specs
+
+
+def fault_label(faults: Sequence[Any]) -> str:
+    names = [f if isinstance(f, str) else f.spec for f in faults]
+    return "+".join(names) if names else "none"
+
+
+def run_cell(cluster: Any, preset: str | Strategy, faults: Sequence[Any] = (), runs: int = 1, seed: int = 0,
+             time_scale: float = 1.0, *, parts: dict[str, str] | None = None,
+             failpoints: dict[str, dict] | None = None, run_root: Path | None = None,
+             keep_runs: str = "failed", trace: Callable[[str], None] | None = None,
+             progress: Callable[[int, int, RunResult], None] | None = None,
+             raise_fault_errors: bool = True, workload_bound_s: float | None = None,
+             stall_s: float | None = None) -> CellResult:
+    """Run `preset` under `faults` `runs` times (run i uses seed + i) and summarize.
+
+    `parts` replaces whole parts (`{"workload": "many-orders:keys=40"}`); `failpoints`
+    adds `{role-or-process: {failpoint: {...}}}` to what the faults arm. `keep_runs`:
+    `always`, `never`, or `failed` (keep the dirs of runs that are not valid).
+    `workload_bound_s` replaces the workload's first bound (by default from its size) and
+    `stall_s` how long without a useful op past it counts as stalled (verdict unknown).
+    Besides the checker's fields, the result carries `run_root`, `run_dirs`, `metrics`
+    (RunMetrics per run), `wall_s`, `fault_errors`, `label`, `phases` (Phase of every run)
+    and `notes` (e.g. a fault that fired after the workload ended).
+    """
+    failpoints = dict(failpoints or {})
+    _validate(time_scale, runs, failpoints, {"workload_bound_s": workload_bound_s, "stall_s": stall_s})
+    strategy = preset if isinstance(preset, Strategy) else resolve(preset, parts=parts)
+    specs = _fault_specs(list(faults))
+    root = Path(run_root) if run_root else runs_dir(cluster) / (
+        f"{strategy.preset}-{time.strftime('%H%M%S')}-{os.getpid()}-{random.randrange(10**6)}")
+    root.mkdir(parents=True, exist_ok=True)
+    cell = CellContext(cluster, strategy, specs, time_scale, failpoints, root, trace, workload_bound_s, stall_s)
+    # the first run's workload: the faults' check needs its producer roles (then the run uses it)
+    first = plan_workload(strategy, seed) if specs else None
+    _check_faults(cell, specs, first[1] if first else [])
+    started = time.monotonic()
+    results, metrics, fault_errors = [], [], []
+    phases: list[Phase] = []
+    notes: list[str] = []
+    try:
+        for index in range(runs):
+            run = Run(cell, index, seed + index, first if index == 0 else None)
+            first = None
+            result, m = execute(run)
+            results.append(result)
+            metrics.append(m)
+            phases += run.phases
+            notes += run.notes
+            fault_errors += [f"run {index}: {e}" for e in run.fault_errors]
+            if progress is not None:
+                progress(index + 1, runs, result)
+            if fault_errors and raise_fault_errors:
+                break
+            if run.rig_failures:
+                break      # the rig is broken: the next runs would stand on it
+    finally:
+        cell.close()
+    summary = replace(summarize(results), run_root=root, run_dirs=[Path(m.run_dir) for m in metrics],
+                      metrics=metrics, wall_s=time.monotonic() - started, fault_errors=fault_errors,
+                      label=strategy.label(), phases=phases, notes=notes)
+    _tidy(summary, keep_runs)
+    if fault_errors and raise_fault_errors:
+        from faults.interface import FaultError
+        raise FaultError("; ".join(fault_errors))
+    return summary
+
+
+def _check_faults(cell: CellContext, specs: list[Any], producer_plans: list[ProcessPlan]) -> None:
+    """Each fault's check against the roles and failpoints the cell's processes have."""
+    if not specs:
+        return
+    from faults.interface import Plan
+    roles = cell.plan_roles(producer_plans)
+    points = {role: fp.role_failpoints(role) for role in roles}
+    plan = Plan(roles=roles, failpoints=points, strategy=cell.strategy,
+                backend=str(getattr(cell.cluster, "backend", "")))
+    for fault in cell.new_faults():
+        fault.check(plan)
+
+
+def _tidy(summary: CellResult, keep_runs: str) -> None:
+    if keep_runs == "always":
+        return
+    for result, path in zip(summary.runs, summary.run_dirs, strict=True):
+        if keep_runs == "never" or result.verdict == "valid":
+            shutil.rmtree(path, ignore_errors=True)
+    root = summary.run_root
+    if root.is_dir() and not any(root.iterdir()):
+        root.rmdir()
+

@@ -1,22 +1,23 @@
 """``--chaos-shard K/N``: run the K-th of N disjoint shards of the collection (nightly CI matrix).
 
-Each CI runner collects the same tests and keeps only its shard, so N runners together run
-every collected test exactly once. The split is a pure function of the selected test ids
-(and of the durations file, when there is one), so every xdist worker of a runner and every
-rerun of a night deselect the same tests:
+The split is pytest-split's (``--splits N --group K``, its ``least_duration`` algorithm);
+this option is the project's name for it, validated with the other chaos options, so the
+nightly workflow and teams' CI keep one ``K/N`` option:
 
-* with a durations file (``--chaos-durations PATH``, ``{node id: seconds}``, the format
-  pytest-split's ``.test_durations`` uses): longest test first onto the least loaded shard,
-  a test missing from the file counting as the mean of the known ones;
-* without one: round-robin over the ids ordered by a hash of each id, so shards differ by
-  one test at most and a test's shard does not depend on the collection order.
+* with a durations file (``--chaos-durations PATH``, ``{node id: seconds}``, pytest-split's
+  ``.test_durations`` format, which becomes its ``--durations-path``): longest test first onto
+  the least loaded shard, a test missing from the file counting as the mean of the known ones;
+* without one: every test counts the same, so the shards differ by one test at most.
 
-``--chaos-store-durations PATH`` writes the durations of this session (merged into what
-the file already holds) for the next night's split.
+The split is a function of the selected tests (after ``-k``/``-m``), their collection order
+and the durations, so every runner that collects the same tests with the same file keeps
+its own shard and the N shards together run every test once (the nightly hands one file to
+every shard for that reason). ``--chaos-store-durations PATH`` writes this session's
+durations (merged into what the file already holds) for the next night's split: a file of
+its own, so a shard reads last night's and writes tonight's.
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from dataclasses import dataclass
@@ -30,6 +31,7 @@ from chaos.pytest_plugin import settings
 __all__ = ["Shard", "parse_shard", "split", "load_durations"]
 
 DURATIONS_ENV = "CHAOS_DURATIONS"
+ALGORITHM = "least_duration"      # balances better than duration_based_chunks; order-independent but for ties
 
 
 @dataclass(frozen=True)
@@ -62,27 +64,23 @@ def parse_shard(spec: str) -> Shard:
     return Shard(index, count)
 
 
-def _hash(nodeid: str) -> str:
-    return hashlib.sha256(nodeid.encode()).hexdigest()
+class _Test:
+    """A stand-in for a collected item, as pytest-split sees one: its node id and its repr
+    (``<Function name>``, what pytest-split sorts ties by)."""
+
+    def __init__(self, nodeid: str) -> None:
+        self.nodeid = nodeid
+
+    def __repr__(self) -> str:
+        return f"<Function {self.nodeid.rpartition('::')[2]}>"
 
 
 def split(nodeids: Sequence[str], count: int, durations: dict[str, float] | None = None) -> list[list[str]]:
-    """The `count` shards of `nodeids` (each keeps the collection order): disjoint, covering all."""
-    buckets: list[list[str]] = [[] for _ in range(count)]
-    if durations:
-        known = [durations[n] for n in nodeids if n in durations]
-        mean = sum(known) / len(known) if known else 1.0
-        load = [0.0] * count
-        # longest first, ties broken by id hash so the result never depends on collection order
-        for nodeid in sorted(nodeids, key=lambda n: (-durations.get(n, mean), _hash(n))):
-            target = min(range(count), key=lambda i: (load[i], i))
-            buckets[target].append(nodeid)
-            load[target] += durations.get(nodeid, mean)
-    else:
-        for position, nodeid in enumerate(sorted(nodeids, key=_hash)):
-            buckets[position % count].append(nodeid)
-    order = {n: i for i, n in enumerate(nodeids)}
-    return [sorted(b, key=order.__getitem__) for b in buckets]
+    """The `count` shards pytest-split makes of `nodeids` (collection order) with `durations`:
+    what ``--chaos-shard K/N`` keeps on each runner (each shard keeps the collection order)."""
+    from pytest_split.algorithms import Algorithms
+    groups = Algorithms[ALGORITHM].value(count, [_Test(n) for n in nodeids], dict(durations or {}))
+    return [[t.nodeid for t in group.selected] for group in groups]
 
 
 def load_durations(path: Path) -> dict[str, float]:
@@ -102,13 +100,13 @@ def load_durations(path: Path) -> dict[str, float]:
 
 _SHARD = pytest.StashKey[Shard | None]()
 _DURATIONS = pytest.StashKey[tuple[Path | None, dict[str, float]]]()
-_SELECTED = pytest.StashKey[tuple[int, int]]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     settings.add(parser, "--chaos-shard", metavar="K/N",
-                 help="run only shard K of N disjoint shards of the selected tests (CI matrix); "
-                      "balanced by --chaos-durations when that file exists, by count otherwise")
+                 help="run only shard K of N disjoint shards of the selected tests (CI matrix): "
+                      "pytest-split's --splits N --group K, balanced by --chaos-durations when that "
+                      "file exists, by count otherwise")
     settings.add(parser, "--chaos-durations", metavar="PATH",
                  help=f"recorded test durations ({{node id: seconds}}) that balance --chaos-shard "
                       f"(default: ${DURATIONS_ENV}; a missing file means balance by count)")
@@ -116,15 +114,25 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                  help="write this session's test durations to PATH (merged with what it holds)")
 
 
+@pytest.hookimpl(tryfirst=True)    # before pytest-split's pytest_configure reads the options set here
 def pytest_configure(config: pytest.Config) -> None:
     spec = settings.value(config, "chaos_shard")
     try:
-        config.stash[_SHARD] = parse_shard(spec) if spec is not None else None
+        shard = config.stash[_SHARD] = parse_shard(spec) if spec is not None else None
         raw = settings.value(config, "chaos_durations") or os.environ.get(DURATIONS_ENV)
         path = Path(raw) if raw else None
-        config.stash[_DURATIONS] = (path, load_durations(path) if path and config.stash[_SHARD] else {})
+        config.stash[_DURATIONS] = (path, load_durations(path) if path and shard else {})
     except ValueError as exc:
         raise pytest.UsageError(str(exc)) from None
+    if shard is not None:
+        if not config.pluginmanager.hasplugin("pytest-split"):
+            raise pytest.UsageError(f"--chaos-shard={spec}: the split is pytest-split's, which is not installed "
+                                    f"(or disabled with -p no:pytest-split); pip install pytest-split")
+        config.option.splits, config.option.group = shard.count, shard.index
+        config.option.splitting_algorithm = ALGORITHM
+        # no durations: "" cannot be opened, so pytest-split counts every test the same (a
+        # .test_durations in the working directory, its default, is not this option's)
+        config.option.durations_path = str(path) if path and config.stash[_DURATIONS][1] else ""
     store = settings.value(config, "chaos_store_durations")
     if store:
         try:
@@ -136,29 +144,13 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(DurationRecorder(Path(store)), "chaos-store-durations")
 
 
-@pytest.hookimpl(trylast=True)  # after -k / -m deselection: shard what is actually selected
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    shard = config.stash.get(_SHARD, None)
-    if shard is None:
-        return
-    _, durations = config.stash[_DURATIONS]
-    keep = set(split([item.nodeid for item in items], shard.count, durations)[shard.index - 1])
-    selected = [item for item in items if item.nodeid in keep]
-    dropped = [item for item in items if item.nodeid not in keep]
-    config.stash[_SELECTED] = (len(selected), len(items))
-    if dropped:
-        config.hook.pytest_deselected(items=dropped)
-    items[:] = selected
-
-
-def pytest_report_collectionfinish(config: pytest.Config) -> str | None:
+def pytest_report_collectionfinish(config: pytest.Config, items: Sequence[pytest.Item]) -> str | None:
     shard = config.stash.get(_SHARD, None)
     if shard is None:
         return None
     path, durations = config.stash[_DURATIONS]
-    mine, total = config.stash.get(_SELECTED, (0, 0))
     how = f"balanced by the durations in {path}" if durations else "balanced by count (no durations file)"
-    return f"chaos shard {shard}: {mine} of {total} selected tests, {how}"
+    return f"chaos shard {shard}: {len(items)} selected tests (pytest-split, {ALGORITHM}), {how}"
 
 
 class DurationRecorder:

@@ -105,6 +105,8 @@ def test_a_corrupt_durations_file_is_a_usage_error_naming_the_fix(tmp_path):
 
 
 def test_the_split_does_not_depend_on_collection_order():
+    """Tests of different names (pytest-split breaks a tie of equal duration and equal name
+    by the collection order, which every runner collecting the same tests shares)."""
     ids = [f"suites/x/test_{i}.py::test_cell[{i}]" for i in range(57)]
     shuffled = ids[:]
     random.Random(7).shuffle(shuffled)
@@ -115,3 +117,10 @@ def test_the_split_does_not_depend_on_collection_order():
         assert a == b
         assert_partition(split(ids, 5, weights), ids)
     assert all(s == sorted(s, key=ids.index) for s in split(ids, 5, durations)), "collection order kept"
+
+
+def test_without_pytest_split_the_option_names_the_fix():
+    proc = run_pytest("--collect-only", "-q", "tests/faults/test_params.py", "--chaos-shard", "1/2",
+                      "-p", "no:pytest-split")
+    assert proc.returncode == pytest.ExitCode.USAGE_ERROR
+    assert "--chaos-shard=1/2: the split is pytest-split's" in proc.stderr and "pip install pytest-split" in proc.stderr

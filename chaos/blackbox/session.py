@@ -8,11 +8,12 @@ read effects and Redis state, remove the triggers (and prove the schema is as it
 then check. A worker that exits at once, never connects or never writes anything ends
 the run with verdict ``unknown`` and its exit code and output tail as the reason.
 
-The rig vouches for itself: while the producer runs and the workers drain, and once more
-before the check, every server and proxy of the topology is checked
-(chaos/cluster/health.py). One that died or hangs outside what a configured fault may take
-down ends the run at once with verdict ``unknown``, the component named in ``rig_failures``
-with its log tail, and no further run of the cell is started (the topology is broken).
+The rig vouches for itself: the orchestrator's rig watcher (chaos/orchestrator/rigwatch.py)
+checks every server and proxy of the topology from its own thread during the run, and once
+more before the check (chaos/cluster/health.py). One that died or hangs outside what a
+configured fault may take down ends the run at once with verdict ``unknown``, the component
+named in ``rig_failures`` with its log tail, and no further run of the cell is started (the
+topology is broken).
 """
 from __future__ import annotations
 
@@ -44,13 +45,14 @@ from chaos.results import CellResult, FinalState
 from chaos.errors import BadArguments
 from chaos.cluster import spawner
 from chaos.cluster.health import rig_problems
+from chaos.orchestrator.rigwatch import RigWatch, spared_by
 from chaos.cluster.rundirs import runs_dir
 from chaos.history import history_dir, read_history
 from faults.interface import FaultError, Plan
 
 PRODUCER = "P-order"
 SETTLE_S = 0.6  # effects unchanged this long, with nothing pending or undelivered: drained
-RIG_CHECK_S = 0.5  # how often the topology's health is checked while the run waits
+RIG_CHECK_S = 0.5  # how often a wait looks at the rig watcher's findings
 
 
 class RigBroken(Exception):
@@ -61,29 +63,13 @@ class RigBroken(Exception):
         self.problems = problems
 
 
-class RigWatch:
-    """The topology's health (``rig_problems``), checked at most every RIG_CHECK_S while
-    waiting; the components the configured faults may take down are spared."""
-
-    def __init__(self, cluster: Any, faults: list[Any]) -> None:
-        self.cluster = cluster
-        self.spared: set[str] = set().union(*(getattr(f, "takes_down", frozenset()) for f in faults))
-        self.checked = 0.0
-
-    def problems(self) -> list[str]:
-        self.checked = time.monotonic()
-        try:
-            return rig_problems(self.cluster, self.spared)
-        except Exception as exc:  # noqa: BLE001 - a topology that cannot even list its parts is broken
-            return [f"topology {getattr(self.cluster, 'name', '?')}: its health could not be read: "
-                    f"{type(exc).__name__}: {exc}"]
-
-    def check(self, force: bool = False) -> None:
-        """RigBroken when a component is not sound (checked now if due or ``force``)."""
-        if force or time.monotonic() - self.checked >= RIG_CHECK_S:
-            found = self.problems()
-            if found:
-                raise RigBroken(found)
+def topology_problems(cluster: Any, spared: set[str] = frozenset()) -> list[str]:
+    """What is wrong with the topology now; one that cannot even list its parts is broken."""
+    try:
+        return rig_problems(cluster, spared)
+    except Exception as exc:  # noqa: BLE001 - a topology that cannot even list its parts is broken
+        return [f"topology {getattr(cluster, 'name', '?')}: its health could not be read: "
+                f"{type(exc).__name__}: {exc}"]
 
 
 @dataclass
@@ -148,7 +134,7 @@ class _Run:
         self.producer = None
         self.recorder: EffectRecorder | None = None
         self.faults = load_faults(fault_specs, [f"C{i}" for i in range(1, config.worker.processes + 1)])
-        self.rig = RigWatch(cluster, self.faults)
+        self.rig = RigWatch(cluster, spared_by(self.faults), run_dir, name=f"blackbox-rig-watch-{run}")
         self.events: list[Any] = []
 
     def execute(self) -> BlackBoxRun:
@@ -162,18 +148,20 @@ class _Run:
             self.recorder = EffectRecorder(pg, cfg)
             self.recorder.install()
             broken: list[str] = []
+            self.rig.start()
             try:
                 return self._observe(pg)
             except RigBroken as exc:
                 broken = exc.problems
                 return self._rig_failed(broken)
             except Exception as exc:  # noqa: BLE001 - a dead server's client error: the rig's, if it says so
-                broken = self.rig.problems()
+                broken = self.rig.failures or topology_problems(self.cluster, self.rig.spared)
                 if not broken:
                     raise
                 self.log(f"run {self.run}: {type(exc).__name__} while the rig was broken: {exc}")
                 return self._rig_failed(broken)
             finally:
+                self.rig.stop()
                 self._stop_processes()
                 if not broken:     # a dead PostgreSQL keeps no triggers; the next reset renews it
                     self.recorder.remove()
@@ -230,7 +218,7 @@ class _Run:
             except FaultError as exc:
                 self.reasons.append(f"fault {thread.fault.name!r} did not act or heal: {exc}")
         ctx.stop_event.set()
-        self.rig.check(force=True)
+        self._check_rig(force=True)
         state = self._drain(pg, events)
         for w in self.pool.unexpected_exits():
             self.reasons.append(f"worker {w.name} exited unexpectedly with exit code {w.exit_code()}; "
@@ -247,7 +235,7 @@ class _Run:
             self.reasons.append(f"no write to {cfg.state.table} was observed in {cfg.worker.drain_s:g} s of "
                                 f"drain: the worker hangs, fails every job, or writes somewhere the config "
                                 f"does not name\n{tails}")
-        self.rig.check(force=True)      # the final state was read from a sound rig
+        self._check_rig(force=True)      # the final state was read from a sound rig
         history = read_history(self.run_dir) + list(ctx.ops)
         result = check_blackbox_run(cfg, history=history, effects=effects, rows=rows, stream=state, events=events,
                                     offset=wall_to_monotonic(), run=self.run, seed=self.seed,
@@ -267,6 +255,13 @@ class _Run:
                  f"wrong_keys={result.result.counts.wrong_keys} pending_left={result.result.counts.pending_left} "
                  f"duplicated_side_effects={result.extra.duplicated_side_effects}")
         return result
+
+    def _check_rig(self, force: bool = False) -> None:
+        """RigBroken when the rig watcher found a failure (with ``force``: checked now, probes too)."""
+        if force:
+            self.rig.check(deep=True)
+        if self.rig.failed.is_set():
+            raise RigBroken(list(self.rig.failures))
 
     def _keep_observations(self, effects: list[Any], rows: dict[str, dict]) -> None:
         """What the triggers saw and the final rows, in the run dir (the history of a black box)."""
@@ -306,7 +301,7 @@ class _Run:
         while time.monotonic() < deadline and self.producer.poll() is None:
             if path.exists() and b'"f":"publish"' in path.read_bytes():
                 break
-            self.rig.check()
+            self._check_rig()
             time.sleep(0.002)
         self.t0 = time.monotonic()  # the trace counts from here too
 
@@ -318,7 +313,7 @@ class _Run:
                 code = self.producer.wait(RIG_CHECK_S)
                 break
             except subprocess.TimeoutExpired:
-                self.rig.check()
+                self._check_rig()
                 if time.monotonic() > deadline:
                     self.reasons.append(f"the producer did not finish within {budget:.0f} s")
                     return
@@ -351,7 +346,7 @@ class _Run:
         least, progressed = None, now
         state = StreamState()
         while True:
-            self.rig.check()
+            self._check_rig()
             state = self._stream_state(events, final=False) or state
             n = len(self.recorder.read())
             now = time.monotonic()
@@ -447,7 +442,7 @@ def run_blackbox(cluster: Any, command: str | list[str], config: WorkerConfig, *
         except BadArguments:
             raise
         except Exception as exc:  # noqa: BLE001 - a reset or connection on a broken rig: the rig's failure
-            problems = RigWatch(cluster, []).problems()
+            problems = topology_problems(cluster)
             if not problems:
                 raise
             say(f"run {n}: unknown: the rig failed ({type(exc).__name__}): {problems[0].splitlines()[0]}")

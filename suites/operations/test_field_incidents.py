@@ -12,6 +12,7 @@ import pytest
 
 from chaos.cellrun import CellRun
 from chaos.expectations.operations import DELETE, GROUP_LOSS, LONG_JOB
+from chaos.strategies.presets import resolve
 from chaos.vanished import apply_runs
 
 
@@ -28,7 +29,7 @@ def _group_ops(history: list[dict]) -> list[dict]:
 @pytest.mark.parametrize("cell", GROUP_LOSS, ids=[c.test_id for c in GROUP_LOSS])
 def test_group_loss_cell(cell, chaos_cell) -> None:
     outcome = chaos_cell(cell, check=False)
-    policy = cell.preset.partition("on_nogroup=")[2]
+    policy = resolve(cell.preset, parts=dict(cell.parts)).delivery.on_nogroup
     for run, history in enumerate(outcome.histories):
         start = _start(outcome, run, "group-loss")
         assert sum(start["entries"].values()) >= 10, f"run {run}: the loss came before the backlog: {start['entries']}"

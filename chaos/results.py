@@ -160,13 +160,16 @@ class RunResult:
     # The framework's own parts that failed during the run (each names the component and
     # carries its log tail); also among unknown_reasons. Any makes the verdict unknown.
     rig_failures: list[str] = field(default_factory=list)
+    # How the orchestrator's drain ended (`acked`, `nobody left`, `no claims`, `failed again`,
+    # `timed out`, `not run`); None for a result checked outside a run (tests, black box).
+    drain_end: str | None = None
 
     def to_json(self) -> dict:
-        """The `per_run` element of `run --json`: seed, counts (flat), final state."""
+        """The `per_run` element of `run --json`: seed, counts (flat), drain end, final state."""
         return {
             "run": self.run, "seed": self.seed, "verdict": self.verdict, **self.counts.as_dict(),
             "anomaly_counts": dict(self.anomaly_counts), "unknown_reasons": list(self.unknown_reasons),
-            "rig_failures": list(self.rig_failures),
+            "rig_failures": list(self.rig_failures), "drain_end": self.drain_end,
             "final_state": self.final_state,
         }
 

@@ -3,6 +3,8 @@ run measured beside the counts (metrics, the faults' phases, notes, the trace)."
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
+from typing import Any
 
 from chaos.checker import check_run
 from chaos.events import Event
@@ -14,10 +16,12 @@ from chaos.orchestrator.run import Run
 from chaos.results import Counts, FinalState, RunMetrics, RunResult
 from chaos.strategies.delivery.base import GROUP
 from chaos.workload.final_state import read_final_state
+from faults.effects import missing as missing_effect
 
 
-def check(run: Run, events: list[Event]) -> tuple[RunResult, list[dict]]:
-    """The run's RunResult and its history (the orchestrator's and nemesis's closed first)."""
+def check(run: Run, events: list[Event], faults: Sequence[Any] = ()) -> tuple[RunResult, list[dict]]:
+    """The run's RunResult and its history (the orchestrator's and nemesis's closed first).
+    A fault whose declared effect the history does not show makes the run unknown."""
     try:
         run.rig.check()     # a run shorter than the watch's period is checked too
         final, unread = read_final(run, events)
@@ -36,12 +40,27 @@ def check(run: Run, events: list[Event]) -> tuple[RunResult, list[dict]]:
     if run.rig.failures:     # a fault that failed on a broken rig is the rig's failure, not the fault's
         run.reasons += [r for r in run.fault_errors if r not in run.reasons]
         run.fault_errors = []
+    elif not unread:
+        run.reasons += missed_effects(faults, history)
     result = check_run(history, final, run=run.index, unknown_reasons=run.reasons, seed=run.seed,
-                       rig_failures=run.rig.failures)
+                       rig_failures=run.rig.failures, explained=set().union(*(f.explains() for f in faults)))
+    result.drain_end = run.drain_end or "not run"
     if unread:
         result.counts, result.anomalies, result.anomaly_counts, result.final_state = Counts(), [], {}, {}
         result.unknown_reasons.append(unread)
     return result, history
+
+
+def missed_effects(faults: Sequence[Any], history: list[dict]) -> list[str]:
+    """A reason for each fault whose declared effect (Fault.effect) the history does not show:
+    such a run tested nothing (docs/faults.md, "A fault must meet the workload")."""
+    reasons = []
+    for fault in faults:
+        kind = getattr(fault, "effect", "")
+        reason = kind and missing_effect(kind, fault.name, history)
+        if reason:
+            reasons.append(reason)
+    return reasons
 
 
 def read_final(run: Run, events: list[Event]) -> tuple[FinalState, str]:

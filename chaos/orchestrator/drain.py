@@ -64,6 +64,7 @@ def drain(run: Run, events: list[Event]) -> None:
         bound = min(bound, cell.workload_bound_s)
     stalled = run.watch(drained, bound, watch, stall_s(run, events) + 2 * idle)
     if stalled is not None:
+        run.drain_end = "timed out"
         run.reasons.append(f"the drain timed out after {stalled[0]:.1f} s: no progress for "
                            f"{stalled[1]:.1f} s ({run.stream_state()})")
 

@@ -51,7 +51,7 @@ def _execute(run: Run) -> tuple[RunResult, RunMetrics]:
         with run.phase("stop"):
             run.workers.stop_all(run.t0)
     with run.phase("check"):
-        result, history = checking.check(run, events)
+        result, history = checking.check(run, events, faults)
     metrics = checking.measure(run, history, started)
     checking.trace(run, result, history)
     return result, metrics

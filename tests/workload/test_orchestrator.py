@@ -135,6 +135,22 @@ def test_phases_and_a_fault_that_fires_after_the_workload_ended(cluster):
     assert fault.end - fault.start >= 0.25 * (100 + 100) / 1000  # hold + downtime, scaled
 
 
+def test_a_kill_after_the_workload_ended_makes_the_run_unknown_naming_the_fault(cluster):
+    """s1's two events are acked long before a kill at 3 s: the kill tested nothing, so the run
+    cannot vouch for the strategy (unknown, not a note), and its JSON says how the drain ended."""
+    cell = run_cell(cluster, "s1", ["kill-consumer:at_ms=3000"], runs=1, time_scale=0.25, keep_runs="never")
+    assert cell.verdict == "unknown", cell.unknown_reasons
+    assert "fault kill-consumer missed the workload" in cell.unknown_reasons[0], cell.unknown_reasons
+    assert cell.runs[0].to_json()["drain_end"] == "acked"
+
+
+def test_a_kill_mid_work_meets_the_workload(cluster):
+    cell = run_cell(cluster, "s1", ["kill-consumer:at=before_apply,after=0"], runs=1, time_scale=0.25,
+                    keep_runs="never")
+    assert not any("missed the workload" in r for r in cell.unknown_reasons), cell.unknown_reasons
+    assert cell.runs[0].drain_end in ("nobody left", "acked"), cell.runs[0].drain_end
+
+
 def test_a_fault_inside_the_workload_gets_no_note(cluster):
     cell = run_cell(cluster, "s1", ["promote-replica:at_ms=0,hold_ms=300"], runs=1, time_scale=0.25,
                     keep_runs="never")

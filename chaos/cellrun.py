@@ -22,6 +22,7 @@ from chaos.expectations import Expectation, UnknownVerdict, assert_cell, expect,
 from chaos.expectations.cells import Cell
 from chaos.history import read_history
 from chaos.report.allure_cell import report_cell
+from chaos.replay import reproduce_command
 from chaos.report.rows import UNKNOWN_OUTCOME, cell_row, headline
 
 LOOK_UP = True   # `expected=LOOK_UP`: the expectation table's row for the cell's exact parameters
@@ -166,8 +167,10 @@ def run(cell: Cell, cluster: Any, options: Any, *, runs: int | None = None, fixe
     else:
         expectation = expected or None
     cell_area = area_of(expectation, area)
+    again = reproduce_command(cell.preset, list(cell.faults), dict(cell.parts), count, options.seed, scale,
+                              getattr(options, "backend", None))
     row = cell_row(result, area=cell_area, preset=cell.preset, fault=list(cell.faults),
-                   expected=expectation, parts=cell.parts)
+                   expected=expectation, parts=cell.parts, reproduce=again)
     judged = expected is not False and expected is not None
     outcome = CellRun(cell, result, expectation, cell_area, row, judged=judged)
     if histories:
@@ -181,4 +184,4 @@ def _report(outcome: CellRun, seed: int, time_scale: float) -> None:
     cell, result = outcome.cell, outcome.result
     report_cell(result, area=outcome.area, preset=cell.preset, fault=outcome.fault, parts=dict(cell.parts),
                 runs=result.run_count, seed=seed, time_scale=time_scale, expected=outcome.expectation,
-                histories=outcome._histories)
+                histories=outcome._histories, reproduce=outcome.row["reproduce"])

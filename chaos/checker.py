@@ -11,6 +11,10 @@ every count and of the verdict is in docs/checker.md; the short version:
 * invalid = any of those safety counts above zero (it outranks unknown, as in Jepsen)
 * unknown = no safety violation seen, but the run cannot vouch for itself (a worker died
             unexpectedly, a fault did not heal, the drain timed out)
+
+With `consumers_live` (the caller saw a live consumer, every fault healed, make no more
+progress to the end of the drain), published events never handled and still waiting in Redis
+are a liveness violation, `stopped-consuming`, and their keys' wrong final state is not unsettled.
 """
 from __future__ import annotations
 
@@ -22,7 +26,8 @@ from typing import Any
 
 from chaos.history import HistoryError, paused_gc
 from chaos.results import (  # noqa: F401 - the records' old home: these names stay importable from here
-    COUNT_NAMES, DUPLICATED, INVALID, LOST, PROJECTION_DRIFT, REORDERED, SCHEMA_VERSION, UNEXPECTED, UNHELD_EFFECT,
+    COUNT_NAMES, DUPLICATED, INVALID, LOST, PROJECTION_DRIFT, REORDERED, SCHEMA_VERSION, STOPPED_CONSUMING,
+    UNEXPECTED, UNHELD_EFFECT,
     UNKNOWN, VALID, VERDICT_PRIORITY, WRONG_FINAL_STATE, Anomaly, CellResult, Counts, FinalState, RunResult,
     merge_verdicts)
 from chaos.vanished import DETAILS as VANISHED_DETAILS
@@ -37,6 +42,7 @@ _ORDER = itemgetter(0)  # a write's (order, version, event_id, seq): when it too
 _SEQ = itemgetter(3)    # ... and its key's commit-ordered write number, when the guard gave one
 
 UNSETTLED_NOTE = "; its highest event is still pending, undelivered or in the DLQ (unsettled: not a violation)"
+STOPPED_NOTE = "; its highest event waits in Redis and a live consumer never took it (stopped-consuming)"
 
 
 class _Event:
@@ -338,19 +344,24 @@ class _Anomalies:
 
 def check_run(history: list[dict], final: FinalState, *, run: int = 0,
               unknown_reasons: Iterable[str] = (), seed: int | None = None,
-              rig_failures: Iterable[str] = (), explained: Iterable[str] = ()) -> RunResult:
+              rig_failures: Iterable[str] = (), explained: Iterable[str] = (),
+              consumers_live: bool = False) -> RunResult:
     """Counts, anomalies and verdict of one run (pure: no I/O).
 
     `rig_failures` (the framework's own parts that failed) make the verdict unknown even
     where the counts show a violation: what the rig broke is no evidence against a strategy.
     `explained` names the counts the run's faults explain (`unattempted`: a killed producer);
     an unexplained `unattempted` is an unknown reason (the run did not do what it planned).
+    `consumers_live`: the drain ended with a live consumer that every fault had healed
+    toward and that made no more progress, so what still waits in Redis unhandled was left
+    by the consumer (`stopped-consuming`, invalid), not by a drain cut short.
     """
     if not isinstance(final, FinalState):
         raise TypeError(f"check_run needs a chaos.checker.FinalState, got {type(final).__name__}; "
                         "build it with FinalState(rows=..., pending=..., ...)")
     with paused_gc():
-        result = _check_run(history, final, run, list(unknown_reasons), seed, frozenset(explained))
+        result = _check_run(history, final, run, list(unknown_reasons), seed, frozenset(explained),
+                            consumers_live)
     rig = list(rig_failures)
     if rig:
         result.rig_failures = rig
@@ -360,7 +371,7 @@ def check_run(history: list[dict], final: FinalState, *, run: int = 0,
 
 
 def _check_run(history: list[dict], final: FinalState, run: int, reasons: list[str],
-               seed: int | None, explained: frozenset[str]) -> RunResult:
+               seed: int | None, explained: frozenset[str], consumers_live: bool = False) -> RunResult:
     scan = _RunScan()
     scan.scan(history)
     scan.close_dangling()
@@ -370,7 +381,8 @@ def _check_run(history: list[dict], final: FinalState, run: int, reasons: list[s
     counts = Counts(pending_left=len(final.pending), undelivered=len(final.undelivered),
                     dlq=len(final.dlq), retries=scan.retries, releases_failed=scan.releases_failed)
     anomalies = _Anomalies(run)
-    published_by_key = _count_events(scan, redis_ids, counts, anomalies, history)
+    redis_ids["stopped"] = set()   # filled by _count_events when consumers_live
+    published_by_key = _count_events(scan, redis_ids, counts, anomalies, history, consumers_live)
     for key, n in scan.reorders.items():
         counts.reordered += n
         anomalies.add(REORDERED, key, count=n, versions=scan.applied_versions[key],
@@ -384,7 +396,7 @@ def _check_run(history: list[dict], final: FinalState, run: int, reasons: list[s
         # (a run already unknown, cut short by a stall or a dead worker, explains what it never tried)
         reasons.append(f"{counts.unattempted} intended events were never attempted (no publish, no outbox "
                        "row, no delivery): the run did not do what it planned and no fault explains it")
-    if violations(counts):
+    if violations(counts) or anomalies.per_kind.get(STOPPED_CONSUMING):
         verdict = INVALID
     elif reasons:
         verdict = UNKNOWN
@@ -499,11 +511,13 @@ def _commit_would_write(ev: _Event, at: float, writes: list) -> bool:
 
 
 def _count_events(scan: _RunScan, ids: dict[str, set[str]], counts: Counts, anomalies: _Anomalies,
-                  history: list[dict] = ()) -> dict[str, list[tuple[Any, str | None, str]]]:
+                  history: list[dict] = (), consumers_live: bool = False
+                  ) -> dict[str, list[tuple[Any, str | None, str]]]:
     """The per-event counts; returns each key's published (version, etype, event_id)."""
     published_by_key: dict[str, list[tuple[Any, str | None, str]]] = defaultdict(list)
     by_kind: dict[str, dict[str | None, list[str]]] = {LOST: defaultdict(list), DUPLICATED: defaultdict(list),
-                                                       UNEXPECTED: defaultdict(list)}
+                                                       UNEXPECTED: defaultdict(list),
+                                                       STOPPED_CONSUMING: defaultdict(list)}
     waiting = ids["pending"] | ids["undelivered"]
     in_redis = ids["stream"] | waiting
     published_indeterminate = 0
@@ -536,6 +550,9 @@ def _count_events(scan: _RunScan, ids: dict[str, set[str]], counts: Counts, anom
                 else:
                     counts.lost += 1
                     by_kind[LOST][ev.key].append(eid)
+            elif consumers_live and not handled and not ev.dlq:   # waits in Redis: nobody consumed it
+                ids["stopped"].add(eid)
+                by_kind[STOPPED_CONSUMING][ev.key].append(eid)
         elif ev.info:
             counts.indeterminate += 1
         elif ev.failed and not (ev.deliveries or handled):
@@ -547,7 +564,8 @@ def _count_events(scan: _RunScan, ids: dict[str, set[str]], counts: Counts, anom
             counts.unattempted += 1  # intended, and no process ever tried to publish it
     _check_accounting(len(scan.events), counts, published_indeterminate, ids["intended"])
     details = {LOST: "published, never handled", DUPLICATED: "effect applied more than once",
-               UNEXPECTED: "delivered or handled although no process ever published it", **VANISHED_DETAILS}
+               UNEXPECTED: "delivered or handled although no process ever published it", **VANISHED_DETAILS,
+               STOPPED_CONSUMING: "published, still undelivered or pending, never handled by a live consumer"}
     by_kind = {**scan.vanished.split(by_kind.pop(LOST)), **by_kind}   # lost: named by how, where a fault says
     concurrent = overlaps(history, [e for eids in by_kind[DUPLICATED].values() for e in eids])
     for kind, per_key in by_kind.items():
@@ -589,13 +607,14 @@ def _check_final_state(published_by_key: dict[str, list[tuple[Any, str | None, s
         row = final_state.get(key) or {}
         if row.get("status") != top_etype:
             counts.wrong_keys += 1
-            unsettled = top_eid in waiting or scan.events[top_eid].dlq
+            stopped = top_eid in ids.get("stopped", ())
+            unsettled = (top_eid in waiting and not stopped) or scan.events[top_eid].dlq
             counts.unsettled_keys += unsettled
             anomalies.add(WRONG_FINAL_STATE, key, examples=[top_eid],
                           versions=scan.applied_versions.get(key, []),
                           detail=f"expected {top_etype} (v={top_version}), final "
                                  f"{row.get('status')} (v={row.get('version')})"
-                                 + (UNSETTLED_NOTE if unsettled else ""))
+                                 + (UNSETTLED_NOTE if unsettled else STOPPED_NOTE if stopped else ""))
     counts.wrong_final_state_runs = int(counts.wrong_keys > 0)
 
 

@@ -1,25 +1,47 @@
 """The command line that replays a cell: one spelling for `chaos run`'s own output, the
-Allure report and the matrix page (a leaf: the reports need it without the CLI)."""
+black-box mode, the Allure report, the matrix page and the pytest summary (a leaf: the
+reports need it without the CLI).
+
+Every option that shapes a run is written out, including the ones that came from the
+environment (``--backend``, ``--topology`` and ``--server`` are exported as $CHAOS_BACKEND,
+$CHAOS_TOPOLOGY and $CHAOS_SERVER by the CLI and the pytest options): the replay must not
+depend on the shell it is pasted into. Only ``--server`` is left out when none was named
+(the server is then whatever binary $CHAOS_REDIS_SERVER or PATH gives, which no option says).
+"""
 from __future__ import annotations
 
 import os
 import shlex
 from collections.abc import Iterable, Mapping
 
+BACKEND_ENV, TOPOLOGY_ENV, SERVER_ENV = "CHAOS_BACKEND", "CHAOS_TOPOLOGY", "CHAOS_SERVER"
+
 
 def reproduce_command(preset: str, faults: Iterable[str], parts: Mapping[str, str], runs: int, seed: int,
                       time_scale: float, backend: str | None = None) -> str:
-    """`python -m chaos run --preset P --fault F ... --runs N --seed S --time-scale T`, shell-quoted."""
-    argv = ["python", "-m", "chaos", "run", "--preset", preset]
+    """`python -m chaos run --preset P --fault F ... --runs N --seed S --time-scale T --backend B
+    --topology X [--server V]`, shell-quoted."""
+    replaced = [a for slot, spec in parts.items() for a in ("--part", f"{slot}={spec}")]
+    return _command(["--preset", preset], faults, runs, seed, time_scale, backend, replaced)
+
+
+def blackbox_command(worker_cmd: str, worker_config: str, faults: Iterable[str], runs: int, seed: int,
+                     time_scale: float, backend: str | None = None) -> str:
+    """The same for a black-box cell: `python -m chaos run --worker-cmd CMD --worker-config FILE ...`."""
+    return _command(["--worker-cmd", worker_cmd, "--worker-config", worker_config], faults, runs, seed,
+                    time_scale, backend)
+
+
+def _command(what: list[str], faults: Iterable[str], runs: int, seed: int, time_scale: float,
+             backend: str | None, parts: list[str] = ()) -> str:
+    argv = ["python", "-m", "chaos", "run", *what]
     for fault in faults:
-        argv += ["--fault", fault]
-    for slot, spec in parts.items():
-        argv += ["--part", f"{slot}={spec}"]
+        if fault and fault != "none":
+            argv += ["--fault", fault]
+    argv += parts
     argv += ["--runs", str(runs), "--seed", str(seed), "--time-scale", f"{time_scale:g}"]
-    if backend:
-        argv += ["--backend", backend]
-    if os.environ.get("CHAOS_SERVER"):      # set by --server: the replay runs the same server
-        argv += ["--server", os.environ["CHAOS_SERVER"]]
-    if os.environ.get("CHAOS_TOPOLOGY", "replica") != "replica":   # exported by --topology
-        argv += ["--topology", os.environ["CHAOS_TOPOLOGY"]]
+    argv += ["--backend", backend or os.environ.get(BACKEND_ENV) or "native"]
+    argv += ["--topology", os.environ.get(TOPOLOGY_ENV) or "replica"]
+    if os.environ.get(SERVER_ENV):      # set by --server: the replay runs the same server
+        argv += ["--server", os.environ[SERVER_ENV]]
     return " ".join(shlex.quote(a) for a in argv)

@@ -23,6 +23,7 @@ SCHEMA_VERSION = 1
 LOST, REORDERED, WRONG_FINAL_STATE, UNEXPECTED = "lost", "reordered", "wrong-final-state", "unexpected"
 DUPLICATED, PROJECTION_DRIFT = "duplicated", "projection-drift"
 UNHELD_EFFECT = "unheld-effect"  # an effect the workers claim that the projection does not hold
+STOPPED_CONSUMING = "stopped-consuming"   # a violation too (liveness), when the caller vouches for it
 
 
 @dataclass(frozen=True)

@@ -30,9 +30,8 @@ def entries(r: redis.Redis) -> list[tuple[str, dict]]:
     return reply[0][1] if reply else []
 
 
-def main() -> None:
-    r = redis.Redis.from_url(os.environ["CHAOS_REDIS_URL"], decode_responses=True, protocol=2)
-    db = psycopg.connect(os.environ["CHAOS_PG_DSN"], autocommit=True)
+def consume(r: redis.Redis, db: psycopg.Connection, retry_on: type[Exception] = redis.ConnectionError) -> None:
+    """Work forever: apply each entry (guarded), then XACK it; on ``retry_on`` wait and go on."""
     while True:
         try:
             batch = entries(r)
@@ -44,8 +43,13 @@ def main() -> None:
                 apply_event_if_newer(db, fields["order_id"], fields["status"], int(fields["version"]),
                                      fields["event_id"])
                 r.xack(STREAM, GROUP, entry_id)  # only once the effect is committed
-        except redis.ConnectionError:
+        except retry_on:
             time.sleep(0.05)  # failover: the proxy is repointed, the next call reconnects
+
+
+def main() -> None:
+    r = redis.Redis.from_url(os.environ["CHAOS_REDIS_URL"], decode_responses=True, protocol=2)
+    consume(r, psycopg.connect(os.environ["CHAOS_PG_DSN"], autocommit=True))
 
 
 if __name__ == "__main__":

@@ -4,6 +4,10 @@ In the config's ``[expect]`` table (or the pytest API's ``expect=``): a number m
 ``==``; a string is ``"<op> number"`` with op one of == >= <= > <. Names are the
 checker's counts (lost, duplicated, reordered, wrong_final_state_runs, pending_left...)
 or the black-box ones (duplicated_side_effects, missing_side_effects, ...).
+
+Liveness is always promised: ``stopped_consuming == 0`` holds unless ``[expect]`` bounds
+``stopped_consuming`` itself (a consumer that stops for good after a fault is never what a
+team wants, so ``run`` exits 1 and the pytest fixture fails even without an ``[expect]``).
 """
 from __future__ import annotations
 
@@ -37,10 +41,14 @@ def parse_bound(name: str, value: Any, where: str = "") -> tuple[str, float]:
                       f"\"> 0\" or \"<= 3\"")
 
 
-def expectation(bounds: dict[str, tuple[str, float]], extra: BlackBoxCounts) -> Expectation | None:
-    """An Expectation over the cell; black-box counts are checked against ``extra``."""
-    if not bounds:
-        return None
+ALWAYS = {"stopped_consuming": ("==", 0)}   # promised by every consumer (see the module doc)
+
+
+def expectation(bounds: dict[str, tuple[str, float]], extra: BlackBoxCounts) -> Expectation:
+    """An Expectation over the cell (the declared bounds over ALWAYS); black-box counts are
+    checked against ``extra``."""
+    note = "declared in the worker config" if bounds else "no [expect]: liveness only, always promised"
+    bounds = {**ALWAYS, **bounds}
     out: dict[str, Any] = {}
     for name, (op, number) in bounds.items():
         if name in CELL_FIELDS:
@@ -49,11 +57,10 @@ def expectation(bounds: dict[str, tuple[str, float]], extra: BlackBoxCounts) -> 
             measured = getattr(extra, name)
             test = Compare(op, number)
             out[name] = satisfies(lambda _cell, m=measured, t=test: t.holds(m, _cell),
-                                  f"{name} {op} {number:g} (measured {measured})")
-    return Expectation.of("declared in the worker config", **out)
+                                  f"{op} {number:g} (measured {measured})")
+    return Expectation.of(note, **out)
 
 
 def check(bounds: dict[str, tuple[str, float]], cell: CellResult, extra: BlackBoxCounts) -> list[str]:
     """Mismatch texts (empty when every bound holds)."""
-    exp = expectation(bounds, extra)
-    return exp.mismatches(cell) if exp else []
+    return expectation(bounds, extra).mismatches(cell)

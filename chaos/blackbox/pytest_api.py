@@ -17,10 +17,18 @@ black-box figures, ``.runs``). The marker gives defaults for command and config;
 when a server or proxy of the topology died or hung: the rig's failure, not the consumer's. Runs, seed and time
 scale come from ``--chaos-seed`` and ``--chaos-time-scale``; ``--chaos-runs`` overrides the
 test's ``runs`` (default 1); the workers run
-in the pytest root directory.
+in the pytest root directory. Liveness is always promised (``stopped_consuming == 0``, see
+chaos/blackbox/expect.py) unless ``expect`` bounds it.
+
+Each cell is reported like a built-in one: a row in the terminal summary and
+``--chaos-summary`` (preset = the worker command), and in Allure its labels, runs,
+``cell.json`` and histories, with the ``python -m chaos run --worker-cmd ...`` command that
+replays it (none when ``config`` is a dict: only a file can be named on a command line).
 """
 from __future__ import annotations
 
+import shlex
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -32,6 +40,7 @@ from chaos.blackbox.config import WorkerConfig, load_config, parse_config
 from chaos.blackbox.session import BlackBoxCell, run_blackbox
 from chaos.errors import RigFailure
 from chaos.expectations.table import UnknownVerdict
+from chaos.replay import blackbox_command
 
 def _config(value: str | Path | dict | WorkerConfig, root: Path) -> WorkerConfig:
     if isinstance(value, WorkerConfig):
@@ -66,11 +75,18 @@ def blackbox_runner(request: pytest.FixtureRequest, cluster: Any, chaos_options:
         bounds = {**cfg.expect, **{k: expectations.parse_bound(k, v) for k, v in (expect or {}).items()}}
         faults = [fault] if isinstance(fault, str) else list(fault or [])
         runs = getattr(chaos_options, "runs", None) or runs or 1  # --chaos-runs overrides a test's default
-        cell = run_blackbox(cluster, command, cfg, faults=faults, runs=runs,
-                            seed=_option(chaos_options, "seed", 0) if seed is None else seed,
-                            time_scale=time_scale or _option(chaos_options, "time_scale", 1.0),
+        seed = _option(chaos_options, "seed", 0) if seed is None else seed
+        time_scale = time_scale or _option(chaos_options, "time_scale", 1.0)
+        t0 = time.monotonic()
+        cell = run_blackbox(cluster, command, cfg, faults=faults, runs=runs, seed=seed, time_scale=time_scale,
                             reset=not first[0], cwd=root)
         first[0] = False
+        again = None
+        if isinstance(config, (str, Path)):
+            again = blackbox_command(_text(command), str(config), cell.faults, runs, seed, time_scale,
+                                     getattr(chaos_options, "backend", None))
+        report(request.node, cell, command=_text(command), bounds=bounds, seed=seed, time_scale=time_scale,
+               wall_s=time.monotonic() - t0, reproduce=again)
         if cell.cell.rig_failures:     # the rig broke, not the consumer: Allure shows the test broken
             raise RigFailure("the rig failed: " + "\n".join(cell.cell.rig_failures))
         if cell.cell.verdict == "unknown":
@@ -99,3 +115,32 @@ def blackbox_runner(request: pytest.FixtureRequest, cluster: Any, chaos_options:
 
     run.scorecard = scorecard
     return run
+
+
+def _text(command: str | list[str]) -> str:
+    return command if isinstance(command, str) else shlex.join(command)
+
+
+def report(item: pytest.Item, cell: BlackBoxCell, *, command: str, bounds: dict, seed: int, time_scale: float,
+           wall_s: float, reproduce: str | None) -> dict:
+    """The cell's summary row (terminal table, --chaos-summary) and its Allure report, like a
+    built-in cell's (chaos/pytest_cells.py, chaos/report/allure_cell.py); returns the row."""
+    from chaos.pytest_cells import ROW_PROPERTY, suite_area
+    from chaos.report.allure_cell import report_cell
+    from chaos.report.rows import cell_row
+
+    result = cell.cell
+    result.wall_s = wall_s
+    expected = expectations.expectation(bounds, cell.extra)
+    row = cell_row(result, area=suite_area(item), preset="blackbox", fault=cell.faults, expected=expected,
+                   reproduce=reproduce)
+    row["preset"] = command          # the consumer's own command names the cell
+    extra = {**cell.extra.as_dict(), "stalled_after_heal_s": cell.stalled_after_heal_s,
+             "undelivered": result.counts.undelivered}
+    row["blackbox"] = {"worker_cmd": command, **extra}
+    item.user_properties.append((ROW_PROPERTY, row))
+    report_cell(result, area=row["area"], preset=command, fault="+".join(cell.faults) or "none", parts={},
+                runs=result.run_count, seed=seed, time_scale=time_scale, expected=expected,
+                histories=[r.history for r in cell.runs], reproduce=reproduce,
+                extra_json={**extra, "blackbox": {"worker_cmd": command}})
+    return row

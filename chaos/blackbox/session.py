@@ -32,7 +32,7 @@ import redis
 
 import chaos
 from chaos.blackbox.config import WorkerConfig
-from chaos.blackbox.counts import BlackBoxCounts
+from chaos.blackbox.counts import NO_PROGRESS, NOBODY_LEFT, SETTLED, BlackBoxCounts, Liveness, stalled_after_heal
 from chaos.blackbox.effects import EffectRecorder, schema_fingerprint
 from chaos.blackbox.errors import ConfigError, WorkerError
 from chaos.blackbox.events import intended_events
@@ -92,6 +92,12 @@ class BlackBoxCell:
             total = total + r.extra
         return total
 
+    @property
+    def stalled_after_heal_s(self) -> float | None:
+        """The longest stall after a heal over the runs (None: no run had a fault that healed)."""
+        stalls = [r.liveness.stalled_after_heal_s for r in self.runs]
+        return max((s for s in stalls if s is not None), default=None)
+
     def count(self, name: str) -> Any:
         """A checker count, a black-box count (``duplicated_side_effects``...), runs or verdict."""
         if name in BlackBoxCounts.__dataclass_fields__:
@@ -136,6 +142,7 @@ class _Run:
         self.faults = load_faults(fault_specs, [f"C{i}" for i in range(1, config.worker.processes + 1)])
         self.rig = RigWatch(cluster, spared_by(self.faults), run_dir, name=f"blackbox-rig-watch-{run}")
         self.events: list[Any] = []
+        self.drain_end, self.progress_at, self.drained_at = "", None, 0.0   # set by _drain
 
     def execute(self) -> BlackBoxRun:
         cfg = self.config
@@ -218,8 +225,11 @@ class _Run:
             except FaultError as exc:
                 self.reasons.append(f"fault {thread.fault.name!r} did not act or heal: {exc}")
         ctx.stop_event.set()
+        healed_at = last_heal(ctx.ops) if threads else None
+        rig_clear = not self.reasons          # every fault healed, the producer finished
         self._check_rig(force=True)
         state = self._drain(pg, events)
+        live = [w.name for w in self.pool.workers if w.alive()]
         for w in self.pool.unexpected_exits():
             self.reasons.append(f"worker {w.name} exited unexpectedly with exit code {w.exit_code()}; "
                                 f"last output:\n{w.output_tail()}")
@@ -237,9 +247,15 @@ class _Run:
                                 f"does not name\n{tails}")
         self._check_rig(force=True)      # the final state was read from a sound rig
         history = read_history(self.run_dir) + list(ctx.ops)
+        offset = wall_to_monotonic()
+        progress_at = max([t for t in (self.progress_at, max((e.at + offset for e in effects), default=None))
+                           if t is not None], default=None)
+        liveness = Liveness(drain_end=self.drain_end, live_workers=live, rig_clear=rig_clear,
+                            stalled_after_heal_s=stalled_after_heal(healed_at, progress_at, self.drained_at,
+                                                                    len(state.pending) + len(state.undelivered)))
         result = check_blackbox_run(cfg, history=history, effects=effects, rows=rows, stream=state, events=events,
-                                    offset=wall_to_monotonic(), run=self.run, seed=self.seed,
-                                    unknown_reasons=self.reasons)
+                                    offset=offset, run=self.run, seed=self.seed,
+                                    unknown_reasons=self.reasons, liveness=liveness)
         if silent:  # a worker that never wrote cannot be judged: its "wrong state" is the rig's, not its own
             result.result.verdict = "unknown"
         if self.trace is not None:
@@ -339,7 +355,8 @@ class _Run:
         Gives up (what is left is then counted as pending_left) only when the workers stop
         making progress: no new low of pending + undelivered entries for drain_s. A loaded
         machine slows a recovering worker down; a fixed budget would count its still
-        shrinking backlog as left behind."""
+        shrinking backlog as left behind. Sets ``drain_end`` (why it ended), ``progress_at``
+        (the last new effect or new low seen, None if none) and ``drained_at``."""
         window = self.config.worker.drain_s
         now = time.monotonic()
         seen, still_since = -1, now
@@ -351,15 +368,23 @@ class _Run:
             n = len(self.recorder.read())
             now = time.monotonic()
             if n != seen:
+                if seen >= 0:
+                    self.progress_at = now
                 seen, still_since = n, now
             outstanding = len(state.pending) + len(state.undelivered)
             if least is None or outstanding < least:
+                if least is not None:
+                    self.progress_at = now
                 least, progressed = outstanding, now
+            self.drained_at = now
             if now - still_since >= SETTLE_S and not outstanding:
+                self.drain_end = SETTLED
                 break
             if now - progressed >= window:
+                self.drain_end = NO_PROGRESS
                 break
             if not any(w.alive() for w in self.pool.workers):
+                self.drain_end = NOBODY_LEFT
                 break
             time.sleep(0.1)
         return state
@@ -377,6 +402,12 @@ def rig_failed_run(run: int, seed: int, problems: list[str], events: list[Any] =
     result = check_run([], FinalState(events=[e.intended() for e in events]), run=run, seed=seed,
                        unknown_reasons=list(reasons), rig_failures=problems)
     return BlackBoxRun(result=result, extra=BlackBoxCounts())
+
+
+def last_heal(ops: list[dict]) -> float:
+    """When the last fault healed: its last ``stop`` op (the faults were joined, so healed, by now)."""
+    stops = [op["time"] for op in ops if op.get("f") == "fault" and (op.get("value") or {}).get("phase") == "stop"]
+    return max(stops, default=time.monotonic())
 
 
 def observed_line(op: dict, origin: float) -> str:

@@ -17,6 +17,12 @@ pending left, with the same definitions:
 
 Deliveries are not observable from outside, so ``delivered``, ``redelivered`` and
 ``recovered`` stay 0 (the Redis PEL at the end still gives ``pending_left``).
+
+Liveness is judged: when the drain ended for want of progress with a worker alive and
+every fault healed (``Liveness.consumers_live``), published events never handled and
+still undelivered or pending are the consumer's ``stopped-consuming`` anomaly (invalid).
+A run in which most intended events' fate is unknown (``indeterminate`` + ``dropped``:
+the producer could not tell, or gave up) judged too little of the consumer: unknown.
 """
 from __future__ import annotations
 
@@ -26,11 +32,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from chaos.blackbox.config import WorkerConfig
-from chaos.blackbox.counts import BlackBoxCounts
+from chaos.blackbox.counts import BlackBoxCounts, Liveness
 from chaos.blackbox.effects import Effect
 from chaos.blackbox.redis_state import StreamState
 from chaos.checker import check_run
-from chaos.results import FinalState, RunResult
+from chaos.results import STOPPED_CONSUMING, UNKNOWN, VALID, FinalState, RunResult
 
 OBSERVER = "postgres"  # the process name of synthesized apply ops
 WRITES = ("INSERT", "UPDATE")
@@ -43,6 +49,7 @@ class BlackBoxRun:
     result: RunResult
     extra: BlackBoxCounts
     history: list[dict] = field(default_factory=list)
+    liveness: Liveness = field(default_factory=Liveness)
 
 
 def wall_to_monotonic() -> float:
@@ -127,8 +134,10 @@ def final_rows(conn: Any, config: WorkerConfig) -> dict[str, dict]:
 
 def check_blackbox_run(config: WorkerConfig, *, history: list[dict], effects: list[Effect],
                        rows: dict[str, dict], stream: StreamState, events: list[Any], offset: float,
-                       run: int = 0, seed: int | None = None, unknown_reasons: list[str] = ()) -> BlackBoxRun:
-    """The built-in checker over the producer/nemesis history plus the observed effects."""
+                       run: int = 0, seed: int | None = None, unknown_reasons: list[str] = (),
+                       liveness: Liveness | None = None) -> BlackBoxRun:
+    """The built-in checker over the producer/nemesis history plus the observed effects;
+    ``liveness``: how the drain ended (see the module doc)."""
     reached = {op["event_id"] for op in history if op.get("f") == "publish" and op.get("type") == "ok"}
     reached |= {e["event_id"] for e in stream.stream_entries if e.get("event_id")}
     ops, extra = effect_ops(config, effects, events, offset, reached)
@@ -136,5 +145,22 @@ def check_blackbox_run(config: WorkerConfig, *, history: list[dict], effects: li
     final = FinalState(rows=rows, stream_entries=stream.stream_entries, pending=stream.pending,
                        undelivered=stream.undelivered, dlq=stream.dlq,
                        events=[e.intended() for e in events])
-    result = check_run(merged, final, run=run, seed=seed, unknown_reasons=list(unknown_reasons))
-    return BlackBoxRun(result=result, extra=extra, history=merged)
+    liveness = liveness or Liveness()
+    result = check_run(merged, final, run=run, seed=seed, unknown_reasons=list(unknown_reasons),
+                       consumers_live=liveness.consumers_live)
+    vouch_for_fates(result, len(events))
+    extra.stopped_consuming = result.anomaly_counts.get(STOPPED_CONSUMING, 0)
+    return BlackBoxRun(result=result, extra=extra, history=merged, liveness=liveness)
+
+
+def vouch_for_fates(result: RunResult, intended: int) -> None:
+    """A run in which the fate of most intended events is unknown (indeterminate or
+    dropped) judged too little of the consumer to be valid: unknown, with the reason."""
+    unknown = result.counts.indeterminate + result.counts.dropped
+    if intended and 2 * unknown > intended:
+        result.unknown_reasons.append(
+            f"the fate of {unknown} of {intended} intended events is unknown (indeterminate "
+            f"{result.counts.indeterminate}, dropped {result.counts.dropped}): the producer could not "
+            f"publish most of the workload, so the run judged too little of the consumer")
+        if result.verdict == VALID:
+            result.verdict = UNKNOWN

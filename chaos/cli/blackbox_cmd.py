@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shlex
 import shutil
 import sys
 import time
@@ -25,6 +24,7 @@ from chaos.blackbox.session import BlackBoxCell, preflight, run_blackbox
 from chaos.cli import failures, options
 from chaos.cli.options import runs_root
 from chaos.cluster.rundirs import Retention
+from chaos.replay import blackbox_command
 from chaos.errors import EXIT_MISMATCH, EXIT_OK, EXIT_UNKNOWN, BadArguments
 
 PRESET_LABEL = "blackbox"
@@ -56,11 +56,8 @@ def _faults(args: argparse.Namespace) -> list[str]:
 
 
 def reproduce(args: argparse.Namespace, faults: list[str], seed: int) -> str:
-    parts = ["python -m chaos run", f"--worker-cmd {shlex.quote(args.worker_cmd)}",
-             f"--worker-config {shlex.quote(args.worker_config)}"]
-    parts += [f"--fault {shlex.quote(f)}" for f in faults]
-    parts += [f"--runs {args.runs}", f"--seed {seed}", f"--time-scale {args.time_scale:g}"]
-    return " ".join(parts)
+    return blackbox_command(args.worker_cmd, args.worker_config, faults, args.runs, seed, args.time_scale,
+                            args.backend)
 
 
 def to_json(cell: BlackBoxCell, *, args: argparse.Namespace, seed: int, wall_s: float, run_dir: Any) -> dict:
@@ -71,11 +68,13 @@ def to_json(cell: BlackBoxCell, *, args: argparse.Namespace, seed: int, wall_s: 
                             time_scale=args.time_scale, expected=exp,
                             wall_s=round(wall_s, 3), run_dir=run_dir, reproduce=reproduce(args, cell.faults, seed))
     out.update(cell.extra.as_dict())
+    out["stalled_after_heal_s"] = cell.stalled_after_heal_s
     out["blackbox"] = {"worker_cmd": args.worker_cmd, "worker_config": args.worker_config,
                        "processes": cell.config.worker.processes, "encoder": cell.config.encoder.format,
                        "observed": "triggers on " + ", ".join(cell.config.tables())}
     for per_run, run in zip(out["per_run"], cell.runs):
         per_run.update(run.extra.as_dict())
+        per_run.update(run.liveness.as_dict())
     return out
 
 
@@ -138,6 +137,10 @@ def summary(data: dict) -> str:
             "undelivered", "duplicated_side_effects", "missing_side_effects", "superseded_unobserved")
     lines = [f"{data['blackbox']['worker_cmd']} under {data['fault']} x {data['runs']} runs: {data['verdict']}",
              "  " + "  ".join(f"{k}={data[k]}" for k in keys)]
+    stopped = data["anomaly_counts"].get("stopped-consuming", 0)
+    if stopped:
+        lines.append(f"  STOPPED CONSUMING: {stopped} published events a live consumer never consumed after the "
+                     f"faults healed (no progress for {data['stalled_after_heal_s']} s after the last heal)")
     lines += [f"  MISMATCH {m}" for m in data["mismatches"]]
     lines += [f"  unknown: {r.splitlines()[0].removesuffix('; log tail:')}" for r in data["unknown_reasons"]]
     lines.append(f"  reproduce: {data['reproduce']}")

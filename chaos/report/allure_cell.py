@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from chaos.cluster.servers import ENV as SERVER_ENV
-from chaos.results import INVALID, LOST, REORDERED, UNEXPECTED, UNKNOWN, VALID, WRONG_FINAL_STATE, CellResult
+from chaos.results import (INVALID, LOST, REORDERED, STOPPED_CONSUMING, UNEXPECTED, UNKNOWN, VALID, WRONG_FINAL_STATE,
+                            CellResult)
 from chaos.history import HistoryError, format_history, history_dir, read_history
 from chaos.report.rows import headline
 
@@ -27,6 +28,7 @@ MAX_TEXT_CHARS = 1_000_000  # per text attachment: a 10^5-event history is ~80 M
 # then duplicated effects; a clean cell is minor (it tells nothing new when it passes).
 SEVERITY_BY_KIND = (
     (LOST, "blocker"),
+    (STOPPED_CONSUMING, "blocker"),
     (WRONG_FINAL_STATE, "critical"),
     (REORDERED, "critical"),
     (UNEXPECTED, "critical"),
@@ -79,8 +81,11 @@ def trace_text(history: list[dict]) -> str:
 
 
 def cell_object(result: CellResult, *, preset: str, fault: str, parts: Mapping[str, str], runs: int, seed: int,
-                time_scale: float, expected: Any, area: str | None = None) -> dict:
-    """The `run --json` object of the cell, plus area, parts, notes and phases."""
+                time_scale: float, expected: Any, area: str | None = None, reproduce: str | None = None,
+                extra_json: Mapping[str, Any] | None = None) -> dict:
+    """The `run --json` object of the cell, plus area, parts, notes and phases. `reproduce`: the
+    replay command the caller built (default: a preset cell's, from these arguments); `extra_json`:
+    more keys (a black-box cell's figures)."""
     mismatches = expected.mismatches(result) if expected is not None else []
     extra: dict[str, Any] = {}
     if getattr(result, "wall_s", None) is not None:
@@ -90,7 +95,8 @@ def cell_object(result: CellResult, *, preset: str, fault: str, parts: Mapping[s
     out = result.to_json(preset=preset, fault=fault, runs=runs, seed=seed, time_scale=time_scale,
                          expected=expected, mismatches=mismatches, matches_expectation=not mismatches,
                          area=area, parts=dict(parts), notes=list(getattr(result, "notes", None) or []),
-                         reproduce=_reproduce(preset, fault, parts, runs, seed, time_scale), **extra)
+                         reproduce=reproduce or _reproduce(preset, fault, parts, runs, seed, time_scale), **extra)
+    out.update(extra_json or {})
     phases = getattr(result, "phases", None) or []
     if phases:
         out["phases"] = [{"run": p.run, "name": p.name, "duration_s": round(p.end - p.start, 4)} for p in phases]
@@ -114,12 +120,14 @@ def _fault_specs(fault: str) -> Sequence[str]:
 
 def report_cell(result: CellResult, *, area: str, preset: str, fault: str, parts: Mapping[str, str] | None,
                 runs: int, seed: int, time_scale: float, expected: Any,
-                histories: list[list[dict]] | None = None) -> None:
+                histories: list[list[dict]] | None = None, reproduce: str | None = None,
+                extra_json: Mapping[str, Any] | None = None) -> None:
     """Attach the cell to the current Allure test (see the module doc); a no-op without Allure.
 
     `preset` and `fault` are the specs as run (`s1:paid_at_ms=300`, `a:k=v+b`); `expected`
     is the row's Expectation or None; `histories[i]` is run i's merged history when the
-    caller already read it (else it is read from `result.run_dirs`).
+    caller already read it (else it is read from `result.run_dirs`); `reproduce` and
+    `extra_json` as for `cell_object` (a black-box cell gives both).
     """
     if not allure_active():
         return
@@ -128,7 +136,8 @@ def report_cell(result: CellResult, *, area: str, preset: str, fault: str, parts
     parts = dict(parts or {})
     label = f"{preset} x {fault}" + "".join(f" [{slot}={spec}]" for slot, spec in parts.items())
     obj = cell_object(result, preset=preset, fault=fault, parts=parts, runs=runs, seed=seed,
-                      time_scale=time_scale, expected=expected, area=area)
+                      time_scale=time_scale, expected=expected, area=area, reproduce=reproduce,
+                      extra_json=extra_json)
     as_expected = expected is not None and bool(obj.get("matches_expectation"))
     shown = {"preset": preset, "fault": fault or "none", **{f"part {slot}": spec for slot, spec in parts.items()},
              "runs": runs, "time scale": time_scale}

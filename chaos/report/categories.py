@@ -38,6 +38,8 @@ CATEGORIES: list[dict] = [
     _rule("Unknown verdict: the runs could not tell (worker died, drain stalled)",
           r"(UnknownVerdict: |UNKNOWN: )", ("broken", "failed")),
     _rule("Lost events", r"\[LOST: [1-9]"),
+    _rule("Stopped consuming (a live consumer left published events unconsumed after the faults healed)",
+          r"\[STOPPED_CONSUMING: "),
     _rule("Wrong final state", r"\[WRONG_(FINAL_STATE_RUNS|KEYS): [1-9]"),
     _rule("Reordered writes", r"\[REORDERED: [1-9]"),
     _rule("Unexpected events (handled without a successful publish)", r"\[UNEXPECTED: [1-9]"),

@@ -25,6 +25,7 @@ SCHEMA_VERSION = 1
 ROW_KEYS = ("area", "preset", "fault", "params", "runs", "lost", "duplicated", "reordered",
             "wrong_final_state_runs", "pending_left", "unattempted", "verdict", "expected", "match", "wall_s")
 BLAME_KEYS = ("outcome", "rig_failures", "unknown_reasons")   # after ROW_KEYS in every row
+REPLAY_KEY = "reproduce"   # after BLAME_KEYS: the command that replays the cell (chaos/replay.py)
 MATCH, MISMATCH, RIG, UNKNOWN_OUTCOME, NO_ROW = "match", "mismatch", "rig", "unknown", "none"
 OUTCOMES = (MATCH, MISMATCH, RIG, UNKNOWN_OUTCOME, NO_ROW)
 
@@ -74,9 +75,11 @@ def expected_text(expected: Expectation | None) -> str | None:
 
 
 def cell_row(result: CellResult, *, area: str, preset: str, fault: str | Iterable[str] | None,
-             expected: Expectation | None, parts: Mapping[str, str] | None = None) -> dict[str, Any]:
+             expected: Expectation | None, parts: Mapping[str, str] | None = None,
+             reproduce: str | None = None) -> dict[str, Any]:
     """The row of one cell (seam R). `preset` and `fault` may carry parameters (``s2:shards=8``);
-    they go to ``params`` (fault parameters as ``<fault>.<k>``, replaced parts by slot name)."""
+    they go to ``params`` (fault parameters as ``<fault>.<k>``, replaced parts by slot name).
+    `reproduce`: the command that replays the cell (chaos.replay)."""
     preset_name, fault_name, params = cell_name(preset, fault)
     params.update({str(k): str(v) for k, v in (parts or {}).items()})
     counts = result.counts
@@ -102,6 +105,7 @@ def cell_row(result: CellResult, *, area: str, preset: str, fault: str | Iterabl
         "outcome": outcome(verdict=result.verdict, rig_failures=rig, expected=expected, match=match),
         "rig_failures": [headline(f) for f in rig],
         "unknown_reasons": list(result.unknown_reasons),
+        REPLAY_KEY: reproduce,
     }
 
 

@@ -66,7 +66,10 @@ def test_json_object_and_exit_code_of_a_broken_consumer(tmp_path: Path, capsys, 
                 "reproduce", "per_run", "duplicated_side_effects", "blackbox"):
         assert key in data
     assert data["verdict"] == "invalid" and data["lost"] > 0, data["per_run"]
-    assert data["expected"] is None and code == 0  # no [expect] in the example config: exit 0
+    # no [expect] in the example config: only liveness is promised, and it held: exit 0
+    assert list(data["expected"]) == ["stopped_consuming", "note"] and code == 0
+    assert data["stopped_consuming"] == 0 and data["stalled_after_heal_s"] == 0.0
+    assert [r["drain_end"] for r in data["per_run"]] == ["settled"]
     assert data["run_dir"] and Path(data["run_dir"]).is_dir()  # kept: something to look at
     assert "--worker-cmd" in data["reproduce"] and "--seed 7" in data["reproduce"]
 

@@ -1,7 +1,11 @@
 """The adapter gives the built-in checker's counts from observed effects alone."""
 from __future__ import annotations
 
+import pytest
+
+from chaos.blackbox import expect
 from chaos.blackbox.config import parse_config
+from chaos.blackbox.counts import NO_PROGRESS, NOBODY_LEFT, SETTLED, Liveness, stalled_after_heal
 from chaos.blackbox.effects import Effect
 from chaos.blackbox.redis_state import StreamState
 from chaos.blackbox.verdict import check_blackbox_run
@@ -116,3 +120,80 @@ def test_an_event_that_never_reached_the_stream_is_neither_superseded_nor_lost()
                              offset=-1000.0)
     assert run.extra.superseded_unobserved == 0 and run.result.counts.lost == 0
     assert run.result.counts.published == 3 and run.result.verdict == "valid"
+
+
+# ---------------------------------------------------------------------------------------------
+# liveness: what a live consumer left waiting, and runs whose events' fate is mostly unknown
+# ---------------------------------------------------------------------------------------------
+STOPPED = Liveness(drain_end=NO_PROGRESS, live_workers=["C1"], stalled_after_heal_s=30.0)
+
+
+def waiting_43() -> StreamState:
+    """43's events never read: undelivered in the stream at the end."""
+    return StreamState(undelivered=[{"entry_id": f"1-{n}", "stream": "orders", "event_id": eid}
+                                    for n, eid in ((2, "e43-1"), (3, "e43-2"))])
+
+
+def test_events_a_live_consumer_left_undelivered_are_stopped_consuming() -> None:
+    effects = [state(1, "42", 1, "created", "INSERT"), state(2, "42", 2, "paid")]
+    run = check_blackbox_run(CONFIG, history=published(), effects=effects, rows=rows(k42=("paid", 2)),
+                             stream=waiting_43(), events=EVENTS, offset=-1000.0, liveness=STOPPED)
+    assert run.result.verdict == "invalid"
+    assert run.result.anomaly_counts["stopped-consuming"] == 2 and run.extra.stopped_consuming == 2
+    c = run.result.counts
+    assert (c.undelivered, c.lost, c.wrong_keys, c.unsettled_keys) == (2, 0, 1, 0)
+    (mismatch,) = expect.check({}, run_cell(run), run.extra)   # promised without any [expect]
+    assert mismatch.startswith("stopped_consuming: ") and "(measured 2)" in mismatch
+    assert expect.check({"stopped_consuming": ("<=", 2)}, run_cell(run), run.extra) == []   # a declared bound wins
+
+
+def run_cell(run):
+    from chaos.checker import summarize
+    return summarize([run.result])
+
+
+@pytest.mark.parametrize("liveness", [
+    Liveness(drain_end=SETTLED, live_workers=["C1"]),              # the drain settled (not the case here)
+    Liveness(drain_end=NOBODY_LEFT, live_workers=[]),              # every worker dead: nobody to blame for liveness
+    Liveness(drain_end=NO_PROGRESS, live_workers=["C1"], rig_clear=False),   # a fault never healed
+    Liveness(drain_end=NO_PROGRESS, live_workers=[]),
+], ids=["settled", "nobody-left", "fault-not-healed", "no-live-worker"])
+def test_waiting_events_are_only_unsettled_when_the_rig_cannot_vouch_for_liveness(liveness) -> None:
+    effects = [state(1, "42", 1, "created", "INSERT"), state(2, "42", 2, "paid")]
+    run = check_blackbox_run(CONFIG, history=published(), effects=effects, rows=rows(k42=("paid", 2)),
+                             stream=waiting_43(), events=EVENTS, offset=-1000.0, liveness=liveness)
+    assert "stopped-consuming" not in run.result.anomaly_counts and run.extra.stopped_consuming == 0
+    assert run.result.counts.unsettled_keys == 1 and run.result.verdict == "valid"
+
+
+def test_a_run_where_most_events_fate_is_unknown_is_not_valid() -> None:
+    """3 of 4 publishes failed for good (dropped): the one event consumed says too little."""
+    history = [op for op in published() if op["event_id"] == "e42-1"]
+    history += [{"time": 0.0, "process": "P-order", "type": "fail", "f": "publish", **e.op_fields()}
+                for e in EVENTS[1:]]
+    run = check_blackbox_run(CONFIG, history=history, effects=[state(1, "42", 1, "created", "INSERT")],
+                             rows=rows(k42=("created", 1)), stream=StreamState(), events=EVENTS, offset=-1000.0)
+    assert run.result.counts.dropped == 3 and run.result.verdict == "unknown"
+    assert any("fate of 3 of 4 intended events is unknown" in r for r in run.result.unknown_reasons)
+
+
+def test_half_the_events_fate_unknown_is_still_judged() -> None:
+    history = [op for op in published() if op["event_id"] in ("e42-1", "e43-1")]
+    history += [{"time": 0.0, "process": "P-order", "type": "fail", "f": "publish", **e.op_fields()}
+                for e in (EVENTS[1], EVENTS[3])]
+    run = check_blackbox_run(CONFIG, history=history, effects=[state(1, "42", 1, "created", "INSERT"),
+                                                               state(2, "43", 1, "created", "INSERT")],
+                             rows=rows(k42=("created", 1), k43=("created", 1)), stream=StreamState(),
+                             events=EVENTS, offset=-1000.0)
+    assert run.result.counts.dropped == 2 and run.result.verdict == "valid"
+
+
+@pytest.mark.parametrize("healed, progress, outstanding, stall", [
+    (None, 5.0, 3, None),      # no fault healed: nothing to measure from
+    (10.0, 12.0, 0, 0.0),      # caught up: no stall
+    (10.0, 12.0, 3, 28.0),     # progress after the heal, then none until the end at 40
+    (10.0, 4.0, 3, 30.0),      # no progress at all after the heal
+    (10.0, None, 3, 30.0),
+])
+def test_stalled_after_heal(healed, progress, outstanding, stall) -> None:
+    assert stalled_after_heal(healed, progress, 40.0, outstanding) == stall

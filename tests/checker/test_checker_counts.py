@@ -300,6 +300,33 @@ class TestOrderAndFinalState:
         (anomaly,) = [a for a in result.anomalies if a.kind == "wrong-final-state"]
         assert "unsettled" in anomaly.detail
 
+    @pytest.mark.parametrize("where", ["pending", "undelivered"])
+    def test_what_a_live_consumer_left_waiting_is_stopped_consuming(self, where):
+        """The same state when the caller vouches that a live, healed consumer made no more
+        progress: paid was never consumed, the run is invalid and the wrong key is settled."""
+        h = History().publish(CREATED_42, entry_id="1-0").publish(PAID_42, entry_id="2-0")
+        h.handle(CREATED_42, "1-0").deliver(PAID_42, "2-0")
+        entry = {"entry_id": "2-0", "stream": "orders", "event_id": "e42-2", "consumer": "C1",
+                 "delivery_count": 1}
+        result = check_run(h.ops, final({"42": ("created", 1)}, **{where: [entry]}), consumers_live=True)
+        c = result.counts
+        assert (c.wrong_keys, c.unsettled_keys, c.lost) == (1, 0, 0)
+        assert result.verdict == INVALID
+        assert result.anomaly_counts["stopped-consuming"] == 1
+        (stopped,) = [a for a in result.anomalies if a.kind == "stopped-consuming"]
+        assert stopped.examples == ["e42-2"]
+        (wrong,) = [a for a in result.anomalies if a.kind == "wrong-final-state"]
+        assert "stopped-consuming" in wrong.detail and "unsettled" not in wrong.detail
+
+    def test_a_handled_event_still_pending_is_not_stopped_consuming(self):
+        """Consumed, its ack lost: pending_left counts it, liveness does not."""
+        h = History().publish(CREATED_42, entry_id="1-0").handle(CREATED_42, "1-0")
+        entry = {"entry_id": "1-0", "stream": "orders", "event_id": "e42-1", "consumer": "C1",
+                 "delivery_count": 1}
+        result = check_run(h.ops, final({"42": ("created", 1)}, pending=[entry]), consumers_live=True)
+        assert (result.verdict, result.counts.pending_left) == (VALID, 1)
+        assert "stopped-consuming" not in result.anomaly_counts
+
     def test_missing_row_is_wrong(self):
         h = both_handled()
         assert check_run(h.ops, final()).counts.wrong_keys == 1

@@ -8,8 +8,6 @@ the scorecard goes on with the next fault.
 """
 from __future__ import annotations
 
-import os
-import shlex
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,6 +17,7 @@ from chaos.blackbox import expect as expectations
 from chaos.blackbox.config import WorkerConfig
 from chaos.blackbox.session import BlackBoxCell, run_blackbox
 from chaos.errors import BadArguments
+from chaos.replay import blackbox_command
 from chaos.scorecard.grade import (PASS, FAIL, UNKNOWN, Grade, behaves_like, crash_reason, died, grade,
                                    promised, stalled_s)
 from chaos.scorecard.plan import PlannedCell
@@ -109,16 +108,8 @@ class Scorecard:
 
 
 def reproduce(command: str, config_path: str, spec: str, runs: int, seed: int, time_scale: float) -> str:
-    """The `chaos run` line that replays one cell (topology and server as this process runs them)."""
-    argv = ["python", "-m", "chaos", "run", "--worker-cmd", command, "--worker-config", config_path]
-    if spec != "none":
-        argv += ["--fault", spec]
-    argv += ["--runs", str(runs), "--seed", str(seed), "--time-scale", f"{time_scale:g}"]
-    if os.environ.get("CHAOS_SERVER"):
-        argv += ["--server", os.environ["CHAOS_SERVER"]]
-    if os.environ.get("CHAOS_TOPOLOGY", "replica") != "replica":
-        argv += ["--topology", os.environ["CHAOS_TOPOLOGY"]]
-    return " ".join(shlex.quote(a) for a in argv)
+    """The `chaos run` line that replays one cell (backend, topology and server as this process runs them)."""
+    return blackbox_command(command, config_path, [spec], runs, seed, time_scale)
 
 
 def run_cell(cluster: Any, command: str, config: WorkerConfig, config_path: str, planned: PlannedCell, *,

@@ -288,7 +288,8 @@ class _Run:
 
     def _unknown(self, events: list[Any], reason: str) -> BlackBoxRun:
         result = check_run([], FinalState(events=[e.intended() for e in events]), run=self.run, seed=self.seed,
-                           unknown_reasons=[reason])  # nothing was published: unknown, never invalid
+                           unknown_reasons=[reason],  # nothing was published: unknown, never invalid
+                           explained=("unattempted",))  # the reason says why nothing was attempted
         return BlackBoxRun(result=result, extra=BlackBoxCounts())
 
     def _start_producer(self, events: list[Any]) -> None:
@@ -400,7 +401,7 @@ def rig_failed_run(run: int, seed: int, problems: list[str], events: list[Any] =
                    reasons: list[str] = ()) -> BlackBoxRun:
     """A run the broken rig ended: verdict unknown, the components named, nothing judged."""
     result = check_run([], FinalState(events=[e.intended() for e in events]), run=run, seed=seed,
-                       unknown_reasons=list(reasons), rig_failures=problems)
+                       unknown_reasons=list(reasons), rig_failures=problems, explained=("unattempted",))
     return BlackBoxRun(result=result, extra=BlackBoxCounts())
 
 

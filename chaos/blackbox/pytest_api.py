@@ -56,8 +56,11 @@ def _option(chaos_options: Any, name: str, default: Any) -> Any:
     return default if value is None else value
 
 
-def blackbox_runner(request: pytest.FixtureRequest, cluster: Any, chaos_options: Any) -> Callable[..., BlackBoxCell]:
-    """Run your consumer under faults on this test's cluster and check it (see module doc)."""
+def blackbox_runner(request: pytest.FixtureRequest, cluster: Any, chaos_options: Any, *, area: str = "",
+                    row_property: str | None = None) -> Callable[..., BlackBoxCell]:
+    """Run your consumer under faults on this test's cluster and check it (see module doc).
+    `area` and `row_property`: the summary row's area and the user-property name the plugin's
+    summary collects rows under (chaos/pytest_plugin/cells.py); without one no row is recorded."""
     marker = request.node.get_closest_marker("blackbox")
     defaults = dict(marker.kwargs) if marker else {}
     root = Path(str(request.config.rootpath))
@@ -85,8 +88,10 @@ def blackbox_runner(request: pytest.FixtureRequest, cluster: Any, chaos_options:
         if isinstance(config, (str, Path)):
             again = blackbox_command(_text(command), str(config), cell.faults, runs, seed, time_scale,
                                      getattr(chaos_options, "backend", None))
-        report(request.node, cell, command=_text(command), bounds=bounds, seed=seed, time_scale=time_scale,
-               wall_s=time.monotonic() - t0, reproduce=again)
+        row = report(cell, area=area, command=_text(command), bounds=bounds, seed=seed, time_scale=time_scale,
+                     wall_s=time.monotonic() - t0, reproduce=again)
+        if row_property:
+            request.node.user_properties.append((row_property, row))
         if cell.cell.rig_failures:     # the rig broke, not the consumer: Allure shows the test broken
             raise RigFailure("the rig failed: " + "\n".join(cell.cell.rig_failures))
         if cell.cell.verdict == "unknown":
@@ -121,24 +126,22 @@ def _text(command: str | list[str]) -> str:
     return command if isinstance(command, str) else shlex.join(command)
 
 
-def report(item: pytest.Item, cell: BlackBoxCell, *, command: str, bounds: dict, seed: int, time_scale: float,
+def report(cell: BlackBoxCell, *, area: str, command: str, bounds: dict, seed: int, time_scale: float,
            wall_s: float, reproduce: str | None) -> dict:
-    """The cell's summary row (terminal table, --chaos-summary) and its Allure report, like a
-    built-in cell's (chaos/pytest_cells.py, chaos/report/allure_cell.py); returns the row."""
-    from chaos.pytest_cells import ROW_PROPERTY, suite_area
+    """The cell's Allure report and summary row (terminal table, --chaos-summary), like a
+    built-in cell's (chaos/report/allure_cell.py, chaos/report/rows.py); returns the row."""
     from chaos.report.allure_cell import report_cell
     from chaos.report.rows import cell_row
 
     result = cell.cell
     result.wall_s = wall_s
     expected = expectations.expectation(bounds, cell.extra)
-    row = cell_row(result, area=suite_area(item), preset="blackbox", fault=cell.faults, expected=expected,
+    row = cell_row(result, area=area, preset="blackbox", fault=cell.faults, expected=expected,
                    reproduce=reproduce)
     row["preset"] = command          # the consumer's own command names the cell
     extra = {**cell.extra.as_dict(), "stalled_after_heal_s": cell.stalled_after_heal_s,
              "undelivered": result.counts.undelivered}
     row["blackbox"] = {"worker_cmd": command, **extra}
-    item.user_properties.append((ROW_PROPERTY, row))
     report_cell(result, area=row["area"], preset=command, fault="+".join(cell.faults) or "none", parts={},
                 runs=result.run_count, seed=seed, time_scale=time_scale, expected=expected,
                 histories=[r.history for r in cell.runs], reproduce=reproduce,

@@ -20,4 +20,6 @@ def blackbox(request: pytest.FixtureRequest, chaos_reset_cluster: Any, chaos_opt
     """Run your consumer under faults on this test's freshly reset topology and check it
     (``blackbox(fault=..., runs=..., expect=...)``; see chaos/blackbox/pytest_api.py)."""
     from chaos.blackbox.pytest_api import blackbox_runner
-    return blackbox_runner(request, chaos_reset_cluster, chaos_options)
+    from chaos.pytest_plugin.cells import ROW_PROPERTY, suite_area
+    return blackbox_runner(request, chaos_reset_cluster, chaos_options, area=suite_area(request.node),
+                           row_property=ROW_PROPERTY)   # its cells in the summary, like chaos_cell's

@@ -72,7 +72,7 @@ class Failpoint:
         self.hits += 1
         if self.hits <= self.after or self.fired >= self.count:
             return False
-        if self.every > 1 and (self.hits - self.after - 1) % self.every:
+        if self.every > 1 and (self.hits - self.after) % self.every:   # the k-th, 2k-th... hit
             return False
         self.fired += 1
         return True

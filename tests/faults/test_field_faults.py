@@ -1,0 +1,72 @@
+"""group-loss and delete-consumer on a real Redis: what vanishes or is dropped, read in the same
+script that removes it; long-job's refusals name the fix."""
+from __future__ import annotations
+
+import pytest
+
+from chaos.errors import BadArguments
+from chaos.strategies.presets import resolve
+from faults import get_fault
+from faults.delete_consumer import delete_consumer
+from faults.group_loss import vanish
+from faults.interface import Plan
+
+
+def _stream(r, name: str, group: str = "g") -> list[str]:
+    r.delete(name)
+    r.xgroup_create(name, group, id="0", mkstream=True)
+    return [r.xadd(name, {"event_id": f"e{i}", "key": str(i)}) for i in range(1, 5)]
+
+
+def test_evict_reads_what_vanishes_and_deletes_stream_group_and_pel_at_once(cluster) -> None:
+    r = cluster.direct_redis()
+    _stream(r, "field-orders")
+    r.xreadgroup("g", "C1", {"field-orders": ">"}, count=2)           # e1, e2 pending
+    r.xreadgroup("g", "C2", {"field-orders": ">"}, count=1)           # e3 pending
+    r.xack("field-orders", "g", r.xpending_range("field-orders", "g", "-", "+", 10, "C2")[0]["message_id"])
+    gone = vanish(r, ["field-orders"], "", delete=True)
+    assert gone == {"entries": {"field-orders": 4}, "vanished_events": ["e1", "e2", "e3", "e4"],
+                    "pending_events": ["e1", "e2"], "undelivered_events": ["e4"]}
+    assert not r.exists("field-orders")
+    with pytest.raises(Exception, match="NOGROUP"):
+        r.xreadgroup("g", "C1", {"field-orders": ">"})
+
+
+def test_delconsumer_drops_only_that_consumers_pel_in_every_group(cluster) -> None:
+    r = cluster.direct_redis()
+    ids = _stream(r, "field-del", group="workers")
+    r.xreadgroup("workers", "C1", {"field-del": ">"}, count=2)
+    r.xreadgroup("workers", "C2", {"field-del": ">"}, count=1)
+    dropped = delete_consumer(r, ["field-del"], "C1")
+    assert dropped == {"dropped_entries": {"field-del": ids[:2]}, "dropped_events": ["e1", "e2"]}
+    left = r.xpending_range("field-del", "workers", "-", "+", 10)
+    assert [(p["message_id"], p["consumer"]) for p in left] == [(ids[2], "C2")]
+    _, claimed, *_ = r.xautoclaim("field-del", "workers", "C2", 0)    # nobody can claim the dropped ones
+    assert [entry_id for entry_id, _ in claimed] == [ids[2]]
+    r.delete("field-del")
+
+
+@pytest.mark.parametrize("preset, spec, words", [
+    ("baseline", "long-job:event_id=e42-1", ["never claims", "claim=always"]),
+    ("s3:claim=always", "long-job:event_id=e42-1", ["never claims", "delivery fanout"]),
+    ("baseline:claim=always", "long-job:event_id=e42-1,claimers=2", ["has 2 consumer(s)", "needs 3"]),
+    ("baseline:claim=always,claim_idle_ms=2000", "long-job:duration_ms=1500", ["does not outlast claim_idle_ms=2000"]),
+])
+def test_long_job_that_cannot_be_claimed_is_refused_with_the_fix(preset, spec, words) -> None:
+    with pytest.raises(BadArguments) as info:
+        get_fault(spec).check(Plan(strategy=resolve(preset)))
+    assert all(w in str(info.value) for w in words), str(info.value)
+
+
+def test_long_job_selectors_are_exclusive_and_every_k_arms_a_repeating_failpoint() -> None:
+    with pytest.raises(BadArguments, match="one selector"):
+        get_fault("long-job:event_id=e1-1,every=3")
+    point = get_fault("long-job:every=3,duration_ms=900").failpoints()["consumer"]["in_work"]
+    assert point["every"] == 3 and point["pause_ms"] == 900 and point["count"] > 1000
+    get_fault("long-job:event_id=e42-1").check(Plan(strategy=resolve("baseline:claim=always,claim_idle_ms=300")))
+
+
+def test_a_failpoint_with_every_k_fires_on_the_kth_hits() -> None:
+    from chaos.workload.failpoints import Failpoint
+    point = Failpoint("in_work", "pause", count=10**9, every=3)
+    assert [n for n in range(1, 10) if point.due(None, None, None)] == [3, 6, 9]

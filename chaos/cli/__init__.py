@@ -79,9 +79,9 @@ def _check_topology_options(args: argparse.Namespace) -> None:
 def main(argv: list[str] | None = None) -> int:
     try:
         extensions.load_plugins()   # $CHAOS_PLUGINS: a team's faults, guards, presets (chaos/extensions.py)
+        parser = build_parser()     # (imports the registries: a bad entry point is refused here)
     except BadArguments as exc:
         return failures.bad_input(exc)
-    parser = build_parser()
     if not (sys.argv[1:] if argv is None else argv):
         parser.print_help()
         return EXIT_OK

@@ -77,7 +77,7 @@ def run_mutant(m: Mutant, cluster: Any, *, seed: int = 0, time_scale: float = 1.
                max_cells: int = 4, control: bool = False, topology: str = "replica",
                on_cell: Callable[[CellOutcome], None] | None = None) -> MutantResult:
     """Run `m` against its rows until one leaves its expectation (or `max_cells` kept theirs)."""
-    from chaos.run import run_cell
+    from chaos.orchestrator import run_cell
     started = time.monotonic()
     candidates = candidate_cells(m, topology)
     result = MutantResult(m.name, m.mutates, m.what, False, [], candidates=len(candidates))

@@ -12,7 +12,7 @@ from chaos import extensions
 from chaos.events import Event
 from chaos.history import read_history
 from chaos.params import Param
-from chaos.run import run_cell
+from chaos.orchestrator import run_cell
 from chaos.strategies.guards import GUARDS, Guard, Outcome
 from chaos.strategies.guards.base import APPLIED
 from faults.interface import FaultContext

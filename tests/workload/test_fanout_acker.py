@@ -11,7 +11,7 @@ import shutil
 from pathlib import Path
 
 from chaos.history import read_history
-from chaos.run import run_cell
+from chaos.orchestrator import run_cell
 
 CLAIMING = {"delivery": "fanout:workers=4,claim=always,claim_idle_ms=200"}
 SLOW_ACK = {"reader": {"before_ack": {"action": "pause", "pause_ms": 1000, "count": 1}}}

@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import Any
 
 from chaos.params import Param
+from faults.effects import WINDOW_HIT
 from faults.helpers import check_link_target, LINKS, proxy_for
 from faults.interface import FaultContext
 from faults.window import WindowFault
@@ -11,6 +12,7 @@ from faults.window import WindowFault
 
 class Latency(WindowFault):
     name = "latency"
+    effect = WINDOW_HIT
     description = "delay every chunk on a link (one worker's, or a shared one) for a window"
     params = (
         Param("link", "redis", "which link", choices=LINKS),

@@ -20,6 +20,7 @@ from typing import Any
 import redis
 
 from chaos.params import Param
+from faults.effects import PUBLISH_FAILED
 from faults.helpers import wait_for_entries
 from faults.interface import FaultContext, FaultError
 from faults.window import WindowFault
@@ -36,6 +37,7 @@ def oom_refusals(client: redis.Redis) -> int:
 
 class MaxMemory(WindowFault):
     name = "maxmemory"
+    effect = PUBLISH_FAILED
     description = ("cap the primary's maxmemory (noeviction) at the memory it uses, for a window: "
                    "XADD is refused with OOM while consumers still read and ack")
     params = (

@@ -12,12 +12,14 @@ from __future__ import annotations
 import time
 
 from chaos.params import Param
+from faults.effects import LINK_FAILED
 from faults.helpers import pick_worker, proxy_for, raise_if, ToxicSet
 from faults.interface import Fault, FaultContext
 
 
 class PgReset(Fault):
     name = "pg-reset"
+    effect = LINK_FAILED
     description = "close a consumer's PostgreSQL connection mid-transaction (reset_peer on its link)"
     params = (
         Param("at", "before_commit", "the failpoint inside the transaction, or time",

@@ -14,6 +14,7 @@ from typing import Any
 
 from chaos.errors import BadArguments
 from chaos.params import Param
+from faults.effects import DIED_MID_WORK
 from faults.helpers import raise_if, ToxicSet, wait_for_entries
 from faults.interface import Fault, FaultContext, FaultError
 
@@ -57,6 +58,7 @@ def confirm_replicating(cluster: Any, timeout_s: float = 5.0) -> float:
 
 class PromoteReplica(Fault):
     name = "promote-replica"
+    effect = DIED_MID_WORK
     takes_down = frozenset({"redis"})   # kills the primary
     description = ("hold the replication link, SIGKILL the primary, REPLICAOF NO ONE on the "
                    "replica and repoint the clients' proxies at it")

@@ -6,11 +6,13 @@ from __future__ import annotations
 import time
 
 from chaos.params import Param
+from faults.effects import DIED_MID_WORK
 from faults.interface import Fault, FaultContext, FaultError
 
 
 class RedisRestart(Fault):
     name = "redis-restart"
+    effect = DIED_MID_WORK
     takes_down = frozenset({"redis"})   # kills (or shuts down) the primary and starts it again
     description = "SIGKILL the Redis primary and start it again from its AOF (appendfsync everysec)"
     params = (

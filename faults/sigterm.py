@@ -5,12 +5,14 @@ import signal
 import time
 
 from chaos.params import Param
+from faults.effects import DIED_MID_WORK
 from faults.helpers import pick_worker, process_alive, wait_until
 from faults.interface import Fault, FaultContext
 
 
 class SigTerm(Fault):
     name = "sigterm"
+    effect = DIED_MID_WORK
     description = "SIGTERM a worker with a grace period, then SIGKILL it if it is still alive"
     params = (
         Param("role", "consumer", "the role of the worker"),

@@ -75,7 +75,10 @@ def test_an_apply_in_flight_across_a_window_start_hits_it():
 
 @pytest.mark.parametrize("spec, effect", [("kill-consumer", DIED_MID_WORK), ("kill-dispatcher", DIED_MID_WORK),
                                           ("publish-blip", PUBLISH_FAILED), ("partition", LINK_FAILED),
-                                          ("nemesis", WINDOW_HIT)])
+                                          ("nemesis", WINDOW_HIT), ("sigterm", DIED_MID_WORK),
+                                          ("promote-replica", DIED_MID_WORK), ("redis-restart", DIED_MID_WORK),
+                                          ("latency", WINDOW_HIT), ("pg-reset", LINK_FAILED),
+                                          ("maxmemory", PUBLISH_FAILED)])
 def test_the_faults_declare_their_effect(spec, effect):
     assert get_fault(spec).effect == effect
 

@@ -26,8 +26,9 @@ EFFECTS = {
                    "an event published and not yet acked, delivered and not yet applied, or an apply "
                    "under way)",
     PUBLISH_FAILED: "at least one publish got `fail` or `info` after the fault started",
-    LINK_FAILED: "at least one op failed (an op `fail`/`info`, a `log` op of a broken link) during one of "
-                 "the fault's windows, or within LINK_GRACE_S of its end (a timeout is noticed late)",
+    LINK_FAILED: "at least one op on the cut link failed (an op `fail`/`info`, a `log` op of a broken link, "
+                 "by a process the fault names in its start op's `worker`/`workers`, any process for a "
+                 "shared link) during one of the fault's windows, or within LINK_GRACE_S of its end",
     WINDOW_HIT: "at least one op of the workload was in flight during one of the fault's windows",
 }
 WORK_OPS = frozenset({"publish", "deliver", "apply", "ack"})
@@ -42,8 +43,11 @@ def missing(kind: str, name: str, history: list[dict]) -> str | None:
     windows = _windows(name, history)
     if not windows:
         return f"fault {name} never started (no `fault` op with phase start): it tested nothing"
-    met = {DIED_MID_WORK: _died_mid_work, PUBLISH_FAILED: _publish_failed, LINK_FAILED: _link_failed,
-           WINDOW_HIT: _window_hit}[kind](windows, history)
+    if kind == LINK_FAILED:
+        met = _link_failed(windows, history, _struck(name, history))
+    else:
+        met = {DIED_MID_WORK: _died_mid_work, PUBLISH_FAILED: _publish_failed,
+               WINDOW_HIT: _window_hit}[kind](windows, history)
     if met:
         return None
     return f"fault {name} missed the workload: expected {EFFECTS[kind]}; the history shows none"
@@ -115,8 +119,21 @@ def _publish_failed(windows: list[tuple[float, float]], history: list[dict]) -> 
     return any(op.get("f") == "publish" and op.get("type") in FAILED and op["time"] >= start for op in history)
 
 
-def _link_failed(windows: list[tuple[float, float]], history: list[dict]) -> bool:
+def _struck(name: str, history: Iterable[dict]) -> set[str] | None:
+    """The processes the fault's start ops name (`worker`, `workers`); None: every process."""
+    named: set[str] = set()
     for op in history:
+        value = _value(op)
+        if op.get("f") == "fault" and value.get("name") == name and value.get("phase") == "start":
+            workers = value.get("workers") or ([value["worker"]] if value.get("worker") else [])
+            named.update(str(w) for w in workers)
+    return named or None
+
+
+def _link_failed(windows: list[tuple[float, float]], history: list[dict], struck: set[str] | None) -> bool:
+    for op in history:
+        if struck is not None and str(op.get("process", "")).split("#")[0] not in struck:
+            continue   # (a restarted worker writes as C1#2)
         failed = ((op.get("f") in WORK_OPS and op.get("type") in FAILED)
                   or (op.get("f") == "log" and (_value(op).get("link") == "broken"
                                                 or _value(op).get("connect") == "failed")))

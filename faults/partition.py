@@ -35,4 +35,14 @@ class Partition(WindowFault):
             else:
                 for stream in ("upstream", "downstream"):
                     self.toxics.add(proxy, self.mode, stream=stream, name=f"chaos-partition-{stream}", timeout=0)
-        return {"proxies": proxies, "mode": self.mode}
+        return {"proxies": proxies, "mode": self.mode, "workers": _workers(ctx, self.target)}
+
+
+def _workers(ctx: FaultContext, target: str) -> list[str]:
+    """The processes whose own link is cut (none for a shared link: every process's is)."""
+    if not target or target == "shared":
+        return []
+    try:
+        return [w.name for w in ctx.workers(target)] or [target]
+    except Exception:  # noqa: BLE001 - not a role: a process name
+        return [target]

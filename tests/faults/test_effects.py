@@ -86,3 +86,12 @@ def test_the_faults_declare_their_effect(spec, effect):
 def test_only_a_killed_producer_explains_unattempted_events():
     assert get_fault("kill-consumer:role=producer").explains() == {"unattempted"}
     assert get_fault("kill-consumer").explains() == frozenset()
+
+
+def test_a_partition_of_one_worker_needs_that_worker_to_fail():
+    start = {"name": "partition", "phase": "start", "workers": ["C1"]}
+    h = H().op("info", "fault", "nemesis", value=start).op("info", "log", "C2", value={"link": "broken"})
+    h.fault("partition", "stop")
+    assert missing(LINK_FAILED, "partition", h.ops), "another worker's broken link is not this partition's"
+    h = H().op("info", "fault", "nemesis", value=start).op("fail", "apply", "C1#2", event_id="e1")
+    assert missing(LINK_FAILED, "partition", h.fault("partition", "stop").ops) is None

@@ -228,8 +228,13 @@ def _description(obj: dict) -> str:
     if obj.get("rig_failures"):
         match = "**the rig broke**: the figures below say nothing about the strategy"
     figures = ", ".join(f"{k} {obj.get(k)}" for k in ("published", "lost", "duplicated", "reordered",
-                                                      "wrong_final_state_runs", "redelivered", "pending_left", "dlq",
-                                                      "indeterminate", "unattempted", "negative_drift"))
+                                                      "wrong_final_state_runs", "redelivered", "pending_left",
+                                                      "undelivered", "dlq", "indeterminate", "unattempted",
+                                                      "negative_drift"))
+    stopped = (obj.get("anomaly_counts") or {}).get(STOPPED_CONSUMING)
+    if stopped:   # liveness: what a live consumer never consumed, and for how long it made no progress
+        figures += (f", **stopped consuming {stopped}** (no progress for {obj.get('stalled_after_heal_s')} s "
+                    f"after the last heal)")
     lines = [f"**{obj.get('verdict')}** over {obj.get('runs')} runs, {match}.", "", figures + "."]
     if isinstance(expected, dict):
         bounds = ", ".join(f"{k} {v}" for k, v in expected.items() if k != "note")

@@ -183,3 +183,12 @@ def test_long_texts_keep_their_first_and_last_lines():
     kept = len(cut.splitlines()) - 1
     assert note == f"... {100_000 - kept} lines left out; the whole history is in /runs/run-0/history while the run dir is kept ..."
     assert bounded("short\n") == "short\n"
+
+
+def test_the_description_names_a_stopped_consumer_and_its_stall():
+    from chaos.report.allure_cell import _description
+    obj = {"verdict": "invalid", "runs": 1, "published": 389, "undelivered": 286, "expected": None,
+           "anomaly_counts": {"stopped-consuming": 286}, "stalled_after_heal_s": 16.2}
+    text = _description(obj)
+    assert "undelivered 286" in text and "**stopped consuming 286** (no progress for 16.2 s" in text
+    assert "stopped consuming" not in _description({**obj, "anomaly_counts": {}})

@@ -72,6 +72,7 @@ def test_long_job_cell(cell, chaos_cell) -> None:
         assert during, f"run {run}: nobody claimed {job} while a run of it was going: runs {runs}, claims {claimed}"
     duplicated = [a for a in outcome.result.anomalies if a.kind == "duplicated"]
     for anomaly in duplicated:
-        assert "ran twice at once" in anomaly.detail, f"no overlap given: {anomaly}"
+        if job in anomaly.examples:   # (another job may be claimed after its run, under load: no overlap)
+            assert "ran twice at once" in anomaly.detail, f"no overlap given: {anomaly}"
     print(f"{cell.test_id}: {outcome.figures()}; {[a.detail for a in duplicated]}")
     outcome.check()

@@ -7,6 +7,7 @@
 #
 # Defaults: 2 hogs, the README's whole-suite command's workers (`-n 4`), the log in
 # reports/loaded-run.log. Exit status: pytest's; 254 for a bad option (nothing started).
+# $LOADED_RUN_HOG replaces the hog's command (default: python3 busy-looping).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -44,7 +45,11 @@ trap 'stop_hogs; exit 130' INT
 trap 'stop_hogs; exit 143' TERM
 
 for _ in $(seq 1 "$hogs"); do
-  python3 -c 'while True: pass' &
+  if [ -n "${LOADED_RUN_HOG:-}" ]; then
+    bash -c "exec $LOADED_RUN_HOG" &      # another hog command (the script's own tests use `sleep`)
+  else
+    python3 -c 'while True: pass' &
+  fi
   pids+=($!)
 done
 echo "loaded-run: $hogs CPU hog(s) (pids ${pids[*]:-none}) on $(nproc) cores; load $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -82,8 +82,11 @@ def test_each_example_under_each_fault(blackbox, command, config, fault) -> None
     holds for every consumer holds: a stalled worker or a producer blip loses nothing
     (the retrying producer gets every event in; a stall loses no acked work)."""
     name = fault.partition(":")[0]
-    cell = blackbox(command, config, fault=fault, runs=1)
-    print(f"{fault}: {figures(cell)}")
+    # Liveness is promised for a stall and a blip; after a failover taskiq-redis may leave a
+    # dead worker's entries pending for good (docs/blackbox.md): measured, not promised here.
+    measured = {"stopped_consuming": ">= 0"} if name == "promote-replica" else None
+    cell = blackbox(command, config, fault=fault, runs=1, expect=measured)
+    print(f"{fault}: {figures(cell)}, stopped_consuming={cell.count('stopped_consuming')}")
     assert cell.cell.verdict in ("valid", "invalid"), cell.cell.unknown_reasons
     phases = [v.get("phase") for v in fault_ops(cell, name)]
     assert "start" in phases, phases

@@ -15,13 +15,13 @@ from .helpers import run_pytest
 CELLS = '''
 from chaos.run import run_cell
 
-def test_passing_cell(cluster):
-    cell = run_cell(cluster, "baseline", runs=1, time_scale=0.2, keep_runs="always")
+def test_passing_cell(chaos_reset_cluster):
+    cell = run_cell(chaos_reset_cluster, "baseline", runs=1, time_scale=0.2, keep_runs="always")
     assert cell.run_dirs[0].is_dir()
     print("PASSING ROOT", cell.run_root)
 
-def test_failing_cell(cluster):
-    cell = run_cell(cluster, "baseline", runs=1, time_scale=0.2, keep_runs="always")
+def test_failing_cell(chaos_reset_cluster):
+    cell = run_cell(chaos_reset_cluster, "baseline", runs=1, time_scale=0.2, keep_runs="always")
     assert cell.counts.lost == -1, f"run dirs: {cell.run_root}"
 '''
 

@@ -179,18 +179,24 @@ def behaves_like(grades: dict[str, Grade], cell: Any, fault: str = "") -> str:
         return "not judged: the run cannot vouch for itself"
     if grades["no_loss"].evidence.startswith("the consumer crashed"):
         return "not judged: the consumer crashed on start"
+    c = cell.cell.counts
+    stops = grades["keeps_consuming"].status == FAIL
     loses = grades["no_loss"].status == FAIL
-    dup = grades["no_duplicate_side_effects"].status == FAIL or cell.cell.counts.duplicated > 0
-    wrong = grades["final_state"].status == FAIL
+    dup = grades["no_duplicate_side_effects"].status == FAIL or c.duplicated > 0
+    # a wrong final state with no write out of order comes from what was never consumed (or lost)
+    wrong = c.reordered > 0 or (grades["final_state"].status == FAIL and not stops and not loses)
     name = fault.split(":", 1)[0]
     server_loss = loses and name in DESTROYS_ENTRIES
     if server_loss:
-        loses = wrong = False
+        loses, wrong = False, c.reordered > 0
     profile = next(p for p in PROFILES if (p.loses, p.duplicates, p.wrong) == (loses, dup, wrong))
     text = profile.text
     if server_loss:
         text = ("nothing applied twice" if not dup else "redelivered copies applied twice") + \
-            f"; the {cell.cell.counts.lost} entries {name} destroyed in Redis are lost, as for every built-in strategy"
-    tail = [] if grades["keeps_consuming"].status != FAIL else ["and stops consuming"]
-    tail += [] if grades["pel_drains"].status != FAIL else ["and leaves entries pending"]
-    return f"like {profile.name}: {text}" + (" " + ", ".join(tail) if tail else "")
+            f"; the {c.lost} entries {name} destroyed in Redis are lost, as for every built-in strategy"
+    if stops:
+        text = f"{text.replace('the newest version wins', 'no write out of order')} while it runs; then it " \
+               f"stops consuming ({c.undelivered} events never consumed, {c.pending_left} left pending)"
+    elif grades["pel_drains"].status == FAIL:
+        text += f", and leaves {c.pending_left} entries pending"
+    return f"like {profile.name}: {text}"

@@ -62,6 +62,8 @@ def index_page(card: Any) -> str:
             for i, c in enumerate(card.cells))
         rows.append(f"<tr><td class='prop'>{p}{mark}</td>{tds}</tr>")
     skipped = "".join(f"<li>{html.escape(s['fault'])}: {html.escape(s['why'])}</li>" for s in data["skipped"])
+    likes = "".join(f"<li><a href='cells/{i:02d}.html'>{html.escape(c.fault)}</a>: behaves {html.escape(c.like)}</li>"
+                    for i, c in enumerate(card.cells))
     verdict = {0: "every promise of [expect] holds", 1: "a promise of [expect] breaks",
                2: "a promised property could not be judged"}[data["summary"]["exit_code"]]
     body = (f"<h1>Scorecard: <code>{html.escape(card.command)}</code></h1>"
@@ -70,6 +72,7 @@ def index_page(card: Any) -> str:
             f"{card.wall_s:.0f} s &middot; {verdict} (* = promised by [expect])</div>"
             f"<div class='sub legend'>{''.join(f'<span style=background:{v}></span>{k}' for k, v in COLOURS.items())}"
             f"</div><table class='grid'><tr><th></th>{head}</tr>{''.join(rows)}</table>"
+            + f"<h2>Cells</h2><ul class='skip'>{likes}</ul>"
             + (f"<h2>Left out</h2><ul class='skip'>{skipped}</ul>" if skipped else "")
             + "<div class='sub'>Each square links to the cell: its plots, evidence and replay command. "
               "scorecard.json has the same data.</div>")
@@ -83,9 +86,13 @@ def _short(spec: str) -> str:
 
 
 def _evidence(text: str) -> str:
-    """One line as text; a log tail (several lines) as a block."""
+    """One line as text; a log tail (several lines) folded, its last line shown."""
     first, _, rest = text.partition("\n")
-    return html.escape(first) + (f"<pre>{html.escape(rest)}</pre>" if rest else "")
+    if not rest:
+        return html.escape(first)
+    lines = rest.strip().splitlines()
+    return (html.escape(first) + f"<details><summary>log tail ({len(lines)} lines)</summary>"
+            f"<pre>{html.escape(rest)}</pre></details>" + html.escape(lines[-1]))
 
 
 def cell_page(card: Any, cell: Any, i: int, cells_dir: Path) -> str:
@@ -108,12 +115,12 @@ def cell_page(card: Any, cell: Any, i: int, cells_dir: Path) -> str:
     broken = "".join(f"<li>{html.escape(m)}</li>" for m in cell.mismatches)
     body = (f"<p><a href='../index.html'>&larr; scorecard</a></p><h1>{html.escape(cell.fault)}</h1>"
             f"<div class='like'>Behaves {html.escape(cell.like)}</div>"
-            f"<table class='ev'><tr><th>property</th><th></th><th>evidence</th></tr>{ev}</table>"
+            + (f"{''.join(plots)}<div class='sub'>Shaded: the fault window. Grey ticks: a sample Redis did "
+               f"not answer.</div>" if plots else "")
+            + f"<h2>Properties</h2><table class='ev'><tr><th>property</th><th></th><th>evidence</th></tr>{ev}</table>"
             + (f"<h2>Broken [expect] promises</h2><ul>{broken}</ul>" if broken else "")
             + f"<h2>Counts (runs: {len(cell.cell.runs) if cell.cell else 0})</h2><div class='sub'>{html.escape(counts)}</div>"
             + f"<h2>Replay</h2><pre>{html.escape(cell.reproduce)}</pre>"
-            + (f"<h2>Over time</h2>{''.join(plots)}<div class='sub'>Shaded: the fault window. Grey ticks: a "
-               f"sample Redis did not answer.</div>" if plots else "")
             + (f"<h2>Error</h2><pre>{html.escape(cell.error)}</pre>" if cell.error else ""))
     return _page(cell.fault, body)
 

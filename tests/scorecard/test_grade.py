@@ -68,6 +68,9 @@ def test_the_last_sample_is_evidence_of_keeping_consuming():
     ({"duplicated": 4}, "like s1 + ack-after"),
     ({"lost": 3}, "like ack-on-receive"),
     ({"wrong_final_state_runs": 1, "duplicated": 2}, "like baseline + ack-after"),
+    ({"reordered": 3, "wrong_final_state_runs": 1}, "like baseline (2 consumers"),
+    ({"undelivered": 40, "wrong_final_state_runs": 1}, "like s5 + inbox (recommended): nothing lost, no duplicate, "
+                                                       "no write out of order while it runs; then it stops consuming (40"),
 ])
 def test_behaves_like_names_the_strategy_with_the_same_figures(made, like):
     c = cell(**made)

@@ -125,10 +125,12 @@ def grade(cell: Any, samples: list[Any] | None = None) -> dict[str, Grade]:
     text = (f"undelivered {c.undelivered}, stopped-consuming {stopped}"
             + ("" if lag is None else f", lag + pending at the last sample {lag}")
             + ("" if stall is None else f", no progress for {stall:g} s after the heal"))
-    if deaths:
-        text = "the consumer died during the run: " + "\n".join(deaths) + "\n" + text
-    grades["keeps_consuming"] = Grade(PASS if c.undelivered == 0 and not stopped and not deaths else FAIL, text,
-                                      _examples(cell, "stopped-consuming"))
+    caught_up = c.undelivered == 0 and not stopped and not (lag or 0)
+    if deaths:      # a process that died is a finding; the property is whether the group still caught up
+        text = (f"{len(deaths)} consumer process(es) died during the run"
+                + ("; the others consumed what was published" if caught_up else "") + ": "
+                + "\n".join(deaths) + "\n" + text)
+    grades["keeps_consuming"] = Grade(PASS if caught_up else FAIL, text, _examples(cell, "stopped-consuming"))
     if cfg.worker.dlq_stream:
         grades["poison_handled"] = Grade(PASS if c.pending_left == 0 else FAIL,
                                          f"dlq {c.dlq}, pending left {c.pending_left}")
@@ -193,10 +195,13 @@ def behaves_like(grades: dict[str, Grade], cell: Any, fault: str = "") -> str:
     text = profile.text
     if server_loss:
         text = ("nothing applied twice" if not dup else "redelivered copies applied twice") + \
+            (", a key's writes reordered" if wrong else "") + \
             f"; the {c.lost} entries {name} destroyed in Redis are lost, as for every built-in strategy"
     if stops:
         text = f"{text.replace('the newest version wins', 'no write out of order')} while it runs; then it " \
                f"stops consuming ({c.undelivered} events never consumed, {c.pending_left} left pending)"
-    elif grades["pel_drains"].status == FAIL:
+    if died(cell) and not stops:
+        text += "; a consumer process died (its log tail is in keeps_consuming), the others caught up"
+    if grades["pel_drains"].status == FAIL and not stops:
         text += f", and leaves {c.pending_left} entries pending"
     return f"like {profile.name}: {text}"

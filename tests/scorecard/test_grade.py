@@ -87,6 +87,11 @@ def test_a_consumer_that_dies_mid_run_fails_keeps_consuming_and_is_still_graded(
     grades = grade(cell(verdict="unknown", reasons=[reason], undelivered=120))
     assert grades["keeps_consuming"].status == "fail" and "psycopg.OperationalError" in grades["keeps_consuming"].evidence
     assert grades["no_loss"].status == "pass" and grades["pel_drains"].status == "pass"
+    survived = cell(verdict="unknown", reasons=[reason])     # the other consumer caught up
+    grades = grade(survived)
+    assert grades["keeps_consuming"].status == "pass"
+    assert "1 consumer process(es) died during the run; the others consumed" in grades["keeps_consuming"].evidence
+    assert "a consumer process died" in behaves_like(grades, survived)
 
 
 def test_a_loss_the_fault_made_in_redis_is_not_the_consumers_design():

@@ -28,7 +28,7 @@ DIED_MARK = "exited unexpectedly"    # a worker that died during the run, not by
 # Faults that destroy entries in Redis itself: what they destroy is lost for every built-in
 # strategy too (docs/strategies.md), so a loss under them says nothing of the consumer's design.
 DESTROYS_ENTRIES = frozenset({"promote-replica", "replica-overflow", "sentinel-failover", "maxlen-trim",
-                              "redis-restart", "group-loss"})
+                              "redis-restart", "group-loss", "delete-consumer"})
 # Count -> the property an [expect] bound on it promises.
 PROMISES = {"lost": "no_loss", "duplicated_side_effects": "no_duplicate_side_effects",
             "wrong_final_state_runs": "final_state", "wrong_keys": "final_state", "reordered": "final_state",

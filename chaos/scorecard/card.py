@@ -167,8 +167,8 @@ def finish(cell: BlackBoxCell | None, planned: PlannedCell, samples: list[list[S
         broken = []
     else:
         broken = expectations.check(bounds, cell.cell, cell.extra)
-    if died(cell) and "keeps_consuming" in promised(bounds):
-        broken.append("keeps_consuming: the consumer died during the run")
+    if died(cell) and "keeps_consuming" in promised(bounds) and grades["keeps_consuming"].status == FAIL:
+        broken.append("keeps_consuming: the consumer died during the run and left events unconsumed")
     return ScoreCell(planned, cell, samples, grades, replay, wall_s, behaves_like(grades, cell, planned.spec),
                      broken, error)
 

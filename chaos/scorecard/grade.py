@@ -33,6 +33,7 @@ DESTROYS_ENTRIES = frozenset({"promote-replica", "replica-overflow", "sentinel-f
 PROMISES = {"lost": "no_loss", "duplicated_side_effects": "no_duplicate_side_effects",
             "wrong_final_state_runs": "final_state", "wrong_keys": "final_state", "reordered": "final_state",
             "undelivered": "keeps_consuming", "stalled_after_heal_s": "keeps_consuming",
+            "stopped_consuming": "keeps_consuming",
             "pending_left": "pel_drains", "dlq": "poison_handled"}
 
 
@@ -142,8 +143,10 @@ def grade(cell: Any, samples: list[Any] | None = None) -> dict[str, Grade]:
 
 
 def promised(bounds: dict[str, Any]) -> list[str]:
-    """The properties the config's ``[expect]`` bounds speak for, in PROPERTIES order."""
-    named = {PROMISES[name] for name in bounds if name in PROMISES}
+    """The properties the config's ``[expect]`` bounds speak for, in PROPERTIES order, and
+    keeps_consuming always (liveness is promised by every consumer: chaos/blackbox/expect.py)."""
+    from chaos.blackbox.expect import ALWAYS
+    named = {PROMISES[name] for name in {**ALWAYS, **bounds} if name in PROMISES}
     return [p for p in PROPERTIES if p in named]
 
 

@@ -100,8 +100,8 @@ def test_a_consumer_that_crashes_on_start_is_graded_fail_and_the_card_goes_on(tm
         evidence = cell["evidence"]["no_loss"]["evidence"]
         assert "crashed on start" in evidence and "boom: no ORDERS_DSN" in evidence and "exit code 3" in evidence
     assert data["summary"]["broken_promises"] == [
-        "none: no_loss: the consumer crashed on start", "pause:at_ms=200,duration_ms=1500: no_loss: the consumer "
-        "crashed on start"]
+        f"{fault}: {p}: the consumer crashed on start" for fault in ("none", "pause:at_ms=200,duration_ms=1500")
+        for p in ("no_loss", "keeps_consuming")]
     assert (tmp_path / "out" / "index.html").is_file() and (tmp_path / "out" / "cells" / "01.html").is_file()
 
 
@@ -114,7 +114,7 @@ def test_json_schema_grid_page_and_exit_code_of_a_broken_promise(tmp_path):
     data = json.loads(done.stdout)
     assert set(data) >= {"schema_version", "consumer", "cells", "summary"} and data["schema_version"] == 1
     assert data["consumer"]["worker_cmd"] == "python -m examples.redis_py_ack_first"
-    assert data["consumer"]["promised"] == ["no_loss"]
+    assert data["consumer"]["promised"] == ["no_loss", "keeps_consuming"]
     (cell,) = data["cells"]
     assert cell["fault"].startswith("kill-consumer")
     assert set(cell["properties"]) == PROPERTIES

@@ -79,7 +79,7 @@ def test_behaves_like_names_the_strategy_with_the_same_figures(made, like):
 
 def test_expect_bounds_name_the_properties_they_promise():
     assert promised({"lost": ("==", 0), "wrong_final_state_runs": ("<=", 1), "missing_side_effects": ("==", 0)}) \
-        == ["no_loss", "final_state"]
+        == ["no_loss", "final_state", "keeps_consuming"]      # liveness: always promised
 
 
 def test_a_consumer_that_dies_mid_run_fails_keeps_consuming_and_is_still_graded():

@@ -148,6 +148,9 @@ def markdown_grid(data: dict) -> str:
     return "\n".join(lines)
 
 
-if __name__ == "__main__":    # python -m chaos.scorecard.page DIR/scorecard.json: the grid as Markdown
-    import sys
-    print(markdown_grid(json.loads(Path(sys.argv[1]).read_text(encoding="utf-8"))))
+if __name__ == "__main__":
+    import argparse
+    parser = argparse.ArgumentParser(prog="python -m chaos.scorecard.page",
+                                     description="print a scorecard's grid as a Markdown table")
+    parser.add_argument("scorecard_json", help="DIR/scorecard.json, as `python -m chaos scorecard --out DIR` writes")
+    print(markdown_grid(json.loads(Path(parser.parse_args().scorecard_json).read_text(encoding="utf-8"))))

@@ -26,7 +26,7 @@ ROOT_FILES = ("README.md", "CONTRIBUTING.md", "CHANGELOG.md", "LICENSE", "pyproj
 # Written by a run, not committed: a document may name them though no checkout holds them.
 GENERATED = {"reports/allure-results", "reports/allure-report", "reports/matrix.html", "reports/matrix.json",
              "reports/nightly", "cell.json", "final_state.json", "trace.txt", "history.txt", "owner.json",
-             "executor.json", "durations.json", "summary.json"}
+             "executor.json", "durations.json", "summary.json", "reports/scorecard", "scorecard.json"}
 FILE_SUFFIX = re.compile(r"\.(py|md|toml|ya?ml|json|sql|sh|cfg|ini)$")
 CODE_SPAN = re.compile(r"`([^`\s]+)`")
 

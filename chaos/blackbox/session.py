@@ -39,13 +39,14 @@ from chaos.blackbox.events import intended_events
 from chaos.blackbox.redis_state import StreamState, read_stream_state
 from chaos.blackbox.verdict import (OBSERVER, BlackBoxRun, check_blackbox_run, final_rows,
                                     wall_to_monotonic)
-from chaos.blackbox.workers import WorkerPool, parse_command, tail
+from chaos.blackbox.workers import TAIL_LINES, WorkerPool, parse_command
 from chaos.checker import check_run, summarize
 from chaos.results import CellResult, FinalState
 from chaos.errors import BadArguments
 from chaos.cluster import spawner
 from chaos.cluster.health import rig_problems
 from chaos.orchestrator.rigwatch import RigWatch, spared_by
+from chaos.workload.procutil import tail
 from chaos.cluster.rundirs import runs_dir
 from chaos.history import history_dir, read_history
 from faults.interface import FaultError, Plan
@@ -336,7 +337,7 @@ class _Run:
                     return
         if code != 0:
             raise RuntimeError(f"the framework's producer exited with {code}:\n"
-                               f"{tail(self.run_dir / f'{PRODUCER}.log')}")
+                               f"{tail(self.run_dir / f'{PRODUCER}.log', TAIL_LINES)}")
 
     def _stream_state(self, events: list[Any], *, final: bool = True) -> StreamState | None:
         cfg = self.config

@@ -37,6 +37,7 @@ import psutil
 from chaos.blackbox.config import WorkerSpec
 from chaos.blackbox.errors import ConfigError, WorkerError
 from chaos.cluster import spawner
+from chaos.workload.procutil import tail
 
 TAIL_LINES = 25
 
@@ -50,15 +51,6 @@ def parse_command(command: str | list[str]) -> list[str]:
         raise ConfigError(f"worker command {argv[0]!r} is not on PATH and is not a file; "
                           f"give a full path or e.g. \"python {argv[0]}\"")
     return argv
-
-
-def tail(path: Path, lines: int = TAIL_LINES) -> str:
-    """The last lines of a worker's output file."""
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except FileNotFoundError:
-        return ""
-    return "\n".join(text.splitlines()[-lines:])
 
 
 def _port(url: str) -> int:

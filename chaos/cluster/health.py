@@ -25,10 +25,7 @@ import signal
 import socket
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Iterable
-
-if TYPE_CHECKING:
-    from chaos.cluster.topology import Cluster
+from typing import Any, Callable, Iterable, Protocol
 
 KINDS = ("proxy", "postgres", "redis", "sentinel")
 PROBE_TIMEOUT_S = 1.0
@@ -155,7 +152,21 @@ def _answered(server: Any) -> None:
         server._unanswered_since = None
 
 
-def rig_problems(cluster: "Cluster", spared: Iterable[str] = (), *, deep: bool = False,
+class Topology(Protocol):
+    """What the health checks read of a topology (chaos.cluster.topology.Cluster and its
+    backends, which import this module): its components, and for the backends' lists its
+    proxy API, its PostgreSQL endpoint and its two Redis nodes."""
+
+    api: Any
+    postgres: Any
+    _primary: Any
+    _a: Any
+    _b: Any
+
+    def components(self) -> list[Component]: ...
+
+
+def rig_problems(cluster: Topology, spared: Iterable[str] = (), *, deep: bool = False,
                  timeout: float = PROBE_TIMEOUT_S, remote: bool = True) -> list[str]:
     """One string per component that is not sound and not ``spared`` (kinds or names a configured
     fault may take down): ``"<name> (pid N) <problem>; log tail:\\n<tail>"``. ``deep`` adds the
@@ -217,7 +228,7 @@ def node_name(node_id: str, primary_id: str) -> str:
     return f"Redis node {node_id} ({'primary' if node_id == primary_id else 'replica'})"
 
 
-def endpoint_components(cluster: "Cluster") -> list[Component]:
+def endpoint_components(cluster: Topology) -> list[Component]:
     """Servers that are not our processes (compose, external): probed over the network."""
     primary_id = cluster._primary.id
     out = [Component("proxy server", "proxy", address=cluster.api.url, probe=proxy_probe(cluster.api.url))]
@@ -230,7 +241,7 @@ def endpoint_components(cluster: "Cluster") -> list[Component]:
     return out
 
 
-def process_components(cluster: "Cluster", processes: dict[str, Any]) -> list[Component]:
+def process_components(cluster: Topology, processes: dict[str, Any]) -> list[Component]:
     """A native topology's servers from its processes dict (proxy, a, b, postgres, sentinel-N);
     a shared proxy server (TOXIPROXY_URL) is probed over the network."""
     primary_id = cluster._primary.id

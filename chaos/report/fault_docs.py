@@ -11,6 +11,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from chaos.expectations.markdown import replace_block
+
 START = "<!-- fault-parameters:start -->"
 END = "<!-- fault-parameters:end -->"
 
@@ -41,14 +43,6 @@ def render_markdown() -> str:
     return "\n".join(out).rstrip() + "\n"
 
 
-def replace_block(text: str, block: str) -> str:
-    if START not in text or END not in text:
-        raise SystemExit(f"the document has no {START} ... {END} markers; add them where the section goes")
-    head, rest = text.split(START, 1)
-    tail = rest.split(END, 1)[1]
-    return f"{head}{START}\n{block}{END}{tail}"
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m chaos.report.fault_docs", description=__doc__.splitlines()[0])
     parser.add_argument("--write", metavar="FILE", help="rewrite the marked section of FILE (docs/faults.md)")
@@ -58,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout.write(block)
         return 0
     path = Path(args.write)
-    path.write_text(replace_block(path.read_text(), block))
+    path.write_text(replace_block(path.read_text(), block, START, END))
     return 0
 
 

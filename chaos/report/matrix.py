@@ -187,19 +187,10 @@ def coverage(presets: Iterable[str] | None = None, faults: Iterable[str] | None 
     return {"presets": presets, "faults": faults, "rows": rows, "uncovered": uncovered}
 
 
-def expected_text(expected: Any) -> str | None:
-    """The bounds in one short line (`lost >= runs, duplicated == 0`), None without a row."""
-    if expected is None:
-        return None
-    if isinstance(expected, Mapping):
-        return ", ".join(f"{k} {v}" for k, v in expected.items() if k != "note")
-    return ", ".join(f"{name} {bound.describe(None)}" for name, bound in expected.bounds.items())
-
-
 def matrix_cell(out: Mapping[str, Any], *, area: str, expected: Any, parts: Mapping[str, str] | None = None) -> dict:
     """The summary row (seam R keys) of a cell from its `run --json` object, plus EXTRA_KEYS."""
     from chaos.expectations.table import cell_name
-    from chaos.report.rows import headline, outcome
+    from chaos.report.rows import expected_text, headline, outcome
     fault = out.get("fault") or "none"
     preset_name, fault_name, params = cell_name(str(out["preset"]), None if fault == "none" else fault.split("+"))
     params.update({str(k): str(v) for k, v in (parts or out.get("parts") or {}).items()})

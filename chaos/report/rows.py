@@ -67,10 +67,13 @@ def cell_outcome(row: Mapping[str, Any]) -> str:
     return MATCH if match else MISMATCH
 
 
-def expected_text(expected: Expectation | None) -> str | None:
-    """The bounds in one short line (``lost >= runs, duplicated == 0``), or None without a row."""
+def expected_text(expected: Expectation | Mapping[str, Any] | None) -> str | None:
+    """The bounds in one short line (``lost >= runs, duplicated == 0``), or None without a row;
+    `expected` is a row or its JSON form (``run --json``'s ``expected``: bound texts by name)."""
     if expected is None:
         return None
+    if isinstance(expected, Mapping):
+        return ", ".join(f"{k} {v}" for k, v in expected.items() if k != "note")
     return ", ".join(f"{name} {bound.describe(None)}" for name, bound in expected.bounds.items())
 
 

@@ -27,13 +27,19 @@ def die_with_parent(parent: int, sig: int = signal.SIGKILL) -> None:
 
 
 def tail(path: os.PathLike | str, lines: int = 20) -> str:
-    """The last lines of a log file ('' if it does not exist)."""
+    """The last `lines` lines of a log file ('' if it does not exist): read from the end, in a
+    window that grows until it holds them, so a large log costs what its tail costs."""
     try:
         with open(path, "rb") as fh:
-            fh.seek(0, 2)
-            size = fh.tell()
-            fh.seek(max(0, size - 8192))
-            return b"\n".join(fh.read().splitlines()[-lines:]).decode(errors="replace")
+            size = fh.seek(0, 2)
+            window = 8192
+            while True:
+                start = max(0, size - window)
+                fh.seek(start)
+                found = fh.read().splitlines()
+                if start == 0 or len(found) > lines:   # (the window's first line may be cut)
+                    return b"\n".join(found[-lines:]).decode(errors="replace")
+                window *= 4
     except OSError:
         return ""
 

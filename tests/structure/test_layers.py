@@ -71,6 +71,61 @@ def _within(module: str, package: str) -> bool:
     return module == package or module.startswith(package + ".")
 
 
+# The layer table of docs/INTERFACES.md section 0, bottom first: a part may import its own
+# layer and those below it, never one above. A new part gets its row here and there.
+LAYERS: dict[str, tuple[str, ...]] = {
+    "bottom": ("chaos.errors", "chaos.params", "chaos.events", "chaos.results", "chaos.history", "chaos.trace",
+               "chaos.replay", "chaos.encoders", "chaos.vanished", "chaos.extensions"),
+    "servers": ("chaos.proxy", "chaos.cluster"),
+    "worker side": ("chaos.strategies", "chaos.workload"),
+    "faults": ("faults",),
+    "judging and running": ("chaos.checker", "chaos.expectations", "chaos.orchestrator", "chaos.run",
+                            "chaos.blackbox"),
+    "top": ("chaos.cellrun", "chaos.plugin", "chaos.pytest_plugin", "chaos.report", "chaos.cli", "chaos.__main__",
+            "chaos.mutants", "chaos.scorecard", "chaos.blackbox.pytest_api"),
+}
+RANK = {part: rank for rank, parts in enumerate(LAYERS.values()) for part in parts}
+
+
+def layer_rank(module: str, rank: dict[str, int]) -> int | None:
+    """The layer of a module: its longest prefix in the table (a module may sit above its package)."""
+    parts = module.split(".")
+    for n in range(len(parts), 0, -1):
+        if ".".join(parts[:n]) in rank:
+            return rank[".".join(parts[:n])]
+    return None
+
+
+def upward(found: list[Import], rank: dict[str, int]) -> list[str]:
+    """The imports that point to a higher layer than their own part's."""
+    bad = []
+    names = list(LAYERS)
+    for i in found:
+        a, b = layer_rank(_module_of(ROOT / i.path), rank), layer_rank(i.module, rank)
+        if a is not None and b is not None and b > a:
+            bad.append(f"{i} ({names[a]} -> {names[b]})")
+    return bad
+
+
+def test_every_part_has_a_layer() -> None:
+    parts = {unit(_module_of(ROOT / i.path)) for i in imports()} | {unit(i.module) for i in imports()}
+    missing = sorted(parts - set(RANK) - {"chaos"})
+    assert not missing, ("parts with no row in the layer table (docs/INTERFACES.md section 0 and LAYERS "
+                         f"here): {missing}")
+
+
+def test_every_import_points_down_the_layer_table() -> None:
+    bad = upward(imports(), RANK)
+    assert not bad, "imports that point up the layer table:\n" + "\n".join(bad)
+
+
+def test_the_layer_rule_finds_an_upward_import() -> None:
+    """The rule above can fail: a results-leaf import of the checker is named, the reverse is not."""
+    up = Import("chaos/results.py", 1, "chaos.checker")
+    down = Import("chaos/checker.py", 1, "chaos.results")
+    assert upward([up, down], RANK) == ["chaos/results.py:1 imports chaos.checker (bottom -> judging and running)"]
+
+
 def test_nothing_below_the_cli_imports_it() -> None:
     bad = [i for i in imports() if _within(i.module, "chaos.cli") and not i.path.startswith("chaos/cli/")
            and i.path != "chaos/__main__.py"]

@@ -1,0 +1,91 @@
+"""scripts/setup.sh where the user is: the servers it skips when CHAOS_REDIS_SERVER and
+CHAOS_PG_BIN name them, what it says without apt, and the README's quick start run as
+written in a fresh clone with only /usr/bin on PATH (Debian's own, externally managed
+python3: the venv design, not a pip install into it)."""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SETUP = ROOT / "scripts" / "setup.sh"
+BASH = shutil.which("bash") or "/bin/bash"
+
+
+def _bin_without_servers(tmp_path: Path) -> Path:
+    """A PATH dir with the tools the script uses, and no redis-server, apt-get or sudo."""
+    bindir = tmp_path / "bin"
+    if bindir.is_dir():
+        return bindir
+    bindir.mkdir()
+    for tool in ("bash", "dirname", "ls", "id", "env"):
+        found = shutil.which(tool)
+        assert found, tool
+        (bindir / tool).symlink_to(found)
+    return bindir
+
+
+def _setup(tmp_path: Path, *args: str, **env: str) -> subprocess.CompletedProcess:
+    base = {"PATH": str(_bin_without_servers(tmp_path)), "HOME": str(tmp_path)}
+    return subprocess.run([BASH, str(SETUP), *args], env={**base, **env}, capture_output=True, text=True, timeout=60)
+
+
+def test_without_apt_it_says_what_to_install_and_exits_1(tmp_path):
+    done = _setup(tmp_path, "--system-only")
+    assert done.returncode == 1, done.stderr
+    assert "no apt-get" in done.stderr and "redis-server" in done.stderr and "CHAOS_REDIS_SERVER" in done.stderr
+
+
+def test_the_servers_it_is_given_need_no_apt(tmp_path):
+    redis = shutil.which("redis-server")
+    if redis is None:
+        pytest.skip("no redis-server on this machine")
+    done = _setup(tmp_path, "--system-only", CHAOS_REDIS_SERVER=redis)
+    assert done.returncode == 0, done.stderr
+    assert "apt" not in done.stderr
+
+
+def test_a_wrong_server_variable_is_named_with_its_fix(tmp_path):
+    done = _setup(tmp_path, "--system-only", CHAOS_PG_BIN="/opt", CHAOS_REDIS_SERVER=shutil.which("bash"))
+    assert done.returncode == 1
+    assert "CHAOS_PG_BIN=/opt holds no executable initdb and postgres" in done.stderr, done.stderr
+    done = _setup(tmp_path, "--system-only", CHAOS_REDIS_SERVER="/nonexistent/redis-server")
+    assert done.returncode == 1 and "CHAOS_REDIS_SERVER=/nonexistent/redis-server is not an executable" in done.stderr
+
+
+def quick_start_command() -> str:
+    """The README's first quick-start command, as written."""
+    section = (ROOT / "README.md").read_text().split("## Quick start", 1)[1].split("\n## ", 1)[0]
+    return next(line.strip() for block in re.findall(r"```\n(.*?)```", section, flags=re.S)
+                for line in block.splitlines() if "scripts/setup.sh &&" in line)
+
+
+@pytest.mark.slow(seconds=600)
+def test_the_quick_start_passes_in_a_fresh_clone_with_debians_python(tmp_path):
+    """`git clone`, then the README's command verbatim with PATH=/usr/bin: Debian's python3
+    (PEP 668) makes the venv, nothing is installed into it, and the suite passes."""
+    if not Path("/usr/bin/python3").exists() or not (ROOT / ".git").exists():
+        pytest.skip("needs /usr/bin/python3 and a git checkout")
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", str(ROOT), str(clone)], check=True, timeout=120)
+    command = quick_start_command()
+    assert command.startswith("bash scripts/setup.sh && .venv/bin/python -m pytest"), command
+    env = {"PATH": "/usr/bin", "HOME": os.environ.get("HOME", str(tmp_path)), "LANG": "C.UTF-8"}
+    env.update({k: v for k, v in os.environ.items() if k.startswith(("PIP_", "CHAOS_KEPT_"))})
+    before = subprocess.run(["/usr/bin/python3", "-m", "pip", "list", "--format=freeze"], capture_output=True,
+                            text=True, env=env).stdout
+    done = subprocess.run(["/usr/bin/bash", "-c", command], cwd=clone, env=env, capture_output=True, text=True,
+                          timeout=1500)
+    out = done.stdout[-4000:] + done.stderr[-3000:]
+    assert done.returncode == 0, out
+    assert re.search(r"\b18 passed\b", done.stdout), out
+    assert (clone / ".venv" / "bin" / "python").exists()
+    assert os.path.realpath(clone / ".venv" / "bin" / "python").startswith("/usr/bin/"), "the venv is Debian's python"
+    after = subprocess.run(["/usr/bin/python3", "-m", "pip", "list", "--format=freeze"], capture_output=True,
+                           text=True, env=env).stdout
+    assert before == after, "something was installed into Debian's own python3"

@@ -94,8 +94,11 @@ else
   "$PY" -c 'import sys; sys.exit(sys.version_info < (3, 11))' \
     || die "$PY is Python $("$PY" -c 'import platform; print(platform.python_version())'): 3.11 or newer is needed (set PYTHON)"
   if [ ! -x .venv/bin/python ]; then
+    # --system-site-packages: what the interpreter already has (a pyenv Python with the
+    # dependencies, Debian's python3-* packages) is used, pip installs only what is missing,
+    # and always into .venv, never into the interpreter.
     say "creating the project venv .venv with $PY"
-    "$PY" -m venv .venv
+    "$PY" -m venv --system-site-packages .venv
   fi
 fi
 VPY=.venv/bin/python

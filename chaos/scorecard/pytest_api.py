@@ -99,8 +99,14 @@ def _attach(scored: ScoreCell, root: Path) -> None:
                                                            for k, g in scored.grades.items())
                   + f"\n\nreplay: {scored.reproduce}\n", name="scorecard grades.txt",
                   attachment_type=allure.attachment_type.TEXT)
-    if scored.samples and scored.cell is not None and scored.cell.runs:
+    if scored.samples and scored.cell is not None and scored.cell.runs and _have_matplotlib():
         from chaos.scorecard.plots import plot_run
         png = plot_run(scored.samples[0], scored.cell.runs[0].history, root / "plot.png", scored.fault)
         if png is not None:
             allure.attach(png.read_bytes(), name="scorecard plot.png", attachment_type=allure.attachment_type.PNG)
+
+
+def _have_matplotlib() -> bool:
+    """The plot needs the `plots` extra; without it the grades and evidence are attached alone."""
+    import importlib.util
+    return importlib.util.find_spec("matplotlib") is not None

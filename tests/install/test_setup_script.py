@@ -69,6 +69,9 @@ def quick_start_command() -> str:
 def test_the_quick_start_passes_in_a_fresh_clone_with_debians_python(tmp_path):
     """`git clone`, then the README's command verbatim with PATH=/usr/bin: Debian's python3
     (PEP 668) makes the venv, nothing is installed into it, and the suite passes."""
+    if os.environ.get("CHAOS_FRESH_CLONE_TEST") != "1":
+        pytest.skip("a fresh venv and 18 failover cells beside the suite: set CHAOS_FRESH_CLONE_TEST=1 "
+                    "(.ci/run runs it on its own after the suite)")
     if not Path("/usr/bin/python3").exists() or not (ROOT / ".git").exists():
         pytest.skip("needs /usr/bin/python3 and a git checkout")
     clone = tmp_path / "clone"

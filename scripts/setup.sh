@@ -113,3 +113,8 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || ! (cd / && "$here/$VP
   "$VPY" -m pip install -q --disable-pip-version-check -e '.[test,examples]'
   touch "$stamp"
 fi
+# GitHub Actions: the job's next steps find .venv's python first, so `python3 -m pytest` there
+# runs with this checkout installed.
+if [ -n "${GITHUB_PATH:-}" ]; then
+  echo "$here/.venv/bin" >> "$GITHUB_PATH"
+fi

@@ -28,7 +28,8 @@ WORKFLOWS = ROOT / ".github" / "workflows"
 WORKFLOW = WORKFLOWS / "nightly.yml"
 PULL_REQUEST = WORKFLOWS / "ci.yml"
 NIGHTLY_DOC = ROOT / "docs" / "nightly.md"
-SHELL = {"set", "echo", "rm", "cp", "mkdir", "exit", "test", "[", "apt-get", "true", "sha256sum"}   # on every CI image
+SHELL = {"set", "echo", "rm", "cp", "mkdir", "exit", "test", "[", "apt-get", "true", "sha256sum",
+         "."}   # on every CI image (`. .venv/bin/activate`: the venv scripts/setup.sh made)
 TOOLS = {"gh", "npx", "zizmor"}            # on GitHub's runners, or installed by the step before
 OPTIONS_PROBE = "tests/faults/test_params.py"   # what a workflow's pytest command collects here
 KEYWORDS = {"if", "then", "fi", "else", "{", "}", "do", "done"}

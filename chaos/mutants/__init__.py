@@ -27,7 +27,7 @@ class Mutant:
     replaces: dict[str, type]           # built-in part name -> the broken class
     what: str                           # the defect in one line
     only_after_ack: bool = False        # rows whose ack policy is `after` only
-    first: tuple[str, ...] = ()         # fault names whose rows are tried first (the likeliest killers)
+    first: tuple[str, ...] = ()         # fault names (or preset specs) whose rows go first: the likeliest killers
     roles: dict[str, Any] = field(default_factory=dict)   # worker roles the broken part's plans name
 
     def register(self) -> None:
@@ -62,7 +62,8 @@ MUTANTS: list[Mutant] = [
            {"reorder-buffer": guards.ReorderReleasesEarly},
            "an event ahead of the next version is applied instead of parked"),
     Mutant("lock-without-owner-check", "guard lock (S4)", "guard", {"lock": guards.LockWithoutOwnerCheck},
-           "the lock is released with a plain DEL, deleting whoever holds it now"),
+           "the lock is released with a plain DEL, deleting whoever holds it now",
+           first=("s4c:paid_ms=600",)),
     Mutant("retrying-never-retries", "producer retrying", "producer", {"retrying": parts.RetryingNeverRetries},
            "the retrying producer's schedule is empty: a failed publish is never retried",
            first=("publish-blip",)),

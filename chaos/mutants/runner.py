@@ -67,7 +67,7 @@ def candidate_cells(m: Mutant, topology: str = "replica") -> list[tuple[Any, dic
         found.append((cell, {**cell.parts, m.slot: broken.name + part.label()[len(part.name):]}))
 
     def order(item: tuple[Any, dict[str, str]]) -> tuple[int, int]:
-        names = [f.split(":", 1)[0] for f in item[0].faults]
+        names = [f.split(":", 1)[0] for f in item[0].faults] + [item[0].preset]
         first = min((m.first.index(n) for n in names if n in m.first), default=len(m.first))
         return first, 1 if names else 0
     return sorted(found, key=order)

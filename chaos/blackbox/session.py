@@ -200,7 +200,7 @@ class _Run:
             self.pool.start()
         except WorkerError as exc:
             self.log(f"run {self.run}: {exc}")
-            return self._unknown(events, str(exc))
+            return unstarted_run(self.run, self.seed, events, str(exc))
         self.log(f"run {self.run}: {len(self.pool.workers)} worker(s) connected; publishing {len(events)} events")
         from faults.local import FaultThread, LocalContext
 
@@ -237,7 +237,7 @@ class _Run:
         self._stop_processes()
         effects = self.recorder.read()
         rows = final_rows(pg, cfg)
-        self._keep_observations(effects, rows)
+        keep_observations(self.run_dir, effects, rows)
         state = self._stream_state(events) or state
         silent = not effects and bool(events)
         if silent:
@@ -259,18 +259,7 @@ class _Run:
                                     unknown_reasons=self.reasons, liveness=liveness)
         if silent:  # a worker that never wrote cannot be judged: its "wrong state" is the rig's, not its own
             result.result.verdict = "unknown"
-        if self.trace is not None:
-            from chaos.trace import trace_lines
-
-            self.trace(f"--- run {self.run} (seed {self.seed}): {result.result.verdict}")
-            for op in result.history:
-                for line in ([observed_line(op, self.t0)] if op["process"] == OBSERVER
-                             else trace_lines([op], origin=self.t0)):
-                    self.trace(line)
-        self.log(f"run {self.run}: {result.result.verdict} lost={result.result.counts.lost} "
-                 f"duplicated={result.result.counts.duplicated} reordered={result.result.counts.reordered} "
-                 f"wrong_keys={result.result.counts.wrong_keys} pending_left={result.result.counts.pending_left} "
-                 f"duplicated_side_effects={result.extra.duplicated_side_effects}")
+        trace_and_log(result, run=self.run, seed=self.seed, t0=self.t0, trace=self.trace, log=self.log)
         return result
 
     def _check_rig(self, force: bool = False) -> None:
@@ -279,19 +268,6 @@ class _Run:
             self.rig.check(deep=True)
         if self.rig.failed.is_set():
             raise RigBroken(list(self.rig.failures))
-
-    def _keep_observations(self, effects: list[Any], rows: dict[str, dict]) -> None:
-        """What the triggers saw and the final rows, in the run dir (the history of a black box)."""
-        with open(self.run_dir / "effects.jsonl", "w", encoding="utf-8") as out:
-            for effect in effects:
-                out.write(json.dumps(asdict(effect)) + "\n")
-        (self.run_dir / "final_rows.json").write_text(json.dumps(rows, indent=1, default=str), encoding="utf-8")
-
-    def _unknown(self, events: list[Any], reason: str) -> BlackBoxRun:
-        result = check_run([], FinalState(events=[e.intended() for e in events]), run=self.run, seed=self.seed,
-                           unknown_reasons=[reason],  # nothing was published: unknown, never invalid
-                           explained=("unattempted",))  # the reason says why nothing was attempted
-        return BlackBoxRun(result=result, extra=BlackBoxCounts())
 
     def _start_producer(self, events: list[Any]) -> None:
         links = self.cluster.worker_links(PRODUCER)
@@ -396,6 +372,39 @@ class _Run:
             spawner.stop(self.producer, signal.SIGTERM, timeout=3.0)
         if self.pool is not None:
             self.pool.stop()
+
+
+def keep_observations(run_dir: Path, effects: list[Any], rows: dict[str, dict]) -> None:
+    """What the triggers saw and the final rows, in the run dir (the history of a black box)."""
+    with open(run_dir / "effects.jsonl", "w", encoding="utf-8") as out:
+        for effect in effects:
+            out.write(json.dumps(asdict(effect)) + "\n")
+    (run_dir / "final_rows.json").write_text(json.dumps(rows, indent=1, default=str), encoding="utf-8")
+
+
+def trace_and_log(result: BlackBoxRun, *, run: int, seed: int, t0: float, trace: Callable[[str], None] | None,
+                  log: Callable[[str], None]) -> None:
+    """The run's ops as trace lines (when traced) and its figures in one log line."""
+    if trace is not None:
+        from chaos.trace import trace_lines
+
+        trace(f"--- run {run} (seed {seed}): {result.result.verdict}")
+        for op in result.history:
+            for line in ([observed_line(op, t0)] if op["process"] == OBSERVER
+                         else trace_lines([op], origin=t0)):
+                trace(line)
+    log(f"run {run}: {result.result.verdict} lost={result.result.counts.lost} "
+        f"duplicated={result.result.counts.duplicated} reordered={result.result.counts.reordered} "
+        f"wrong_keys={result.result.counts.wrong_keys} pending_left={result.result.counts.pending_left} "
+        f"duplicated_side_effects={result.extra.duplicated_side_effects}")
+
+
+def unstarted_run(run: int, seed: int, events: list[Any], reason: str) -> BlackBoxRun:
+    """A run whose workers never got going: nothing was published, so unknown, never invalid."""
+    result = check_run([], FinalState(events=[e.intended() for e in events]), run=run, seed=seed,
+                       unknown_reasons=[reason],
+                       explained=("unattempted",))  # the reason says why nothing was attempted
+    return BlackBoxRun(result=result, extra=BlackBoxCounts())
 
 
 def rig_failed_run(run: int, seed: int, problems: list[str], events: list[Any] = (),

@@ -13,9 +13,12 @@ import argparse
 import json
 import os
 import shutil
+import signal
 import sys
+import threading
 import uuid
 from pathlib import Path
+from typing import Any, Callable
 
 from chaos.blackbox.config import load_config
 from chaos.blackbox.session import preflight
@@ -59,6 +62,31 @@ def _writable(out: Path) -> None:
             out.rmdir()
 
 
+def _stop_after_interrupt() -> tuple[Callable[[Any], None], Callable[[], None]]:
+    """Ctrl-C ends the scorecard after the cell it hit (exit 130), whatever that cell made of it.
+
+    Inside a cell the interrupt may reach a client library first: psycopg turns it into a
+    cancelled query, an ordinary error that grades the cell unknown, and the card would go on
+    to the next fault. The flag set here stops it there. Returns the per-cell check and the
+    handler's undo."""
+    seen = threading.Event()
+    previous = signal.getsignal(signal.SIGINT)
+
+    def on_sigint(signum: int, frame: Any) -> None:
+        seen.set()
+        if callable(previous):
+            previous(signum, frame)
+        else:
+            raise KeyboardInterrupt
+
+    def check(_cell: Any) -> None:
+        if seen.is_set():
+            raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, on_sigint)
+    return check, lambda: signal.signal(signal.SIGINT, previous)
+
+
 def run(args: argparse.Namespace) -> int:
     from chaos.scorecard.card import run_scorecard
     from chaos.scorecard.page import write_pages
@@ -87,6 +115,7 @@ def run(args: argparse.Namespace) -> int:
         raise
     failures.crash_site.run_dir = run_root
     live = [cluster]
+    stop_if_interrupted, undo = _stop_after_interrupt()
 
     def restart(broken: object) -> object:
         """A fresh topology after a cell broke the rig (the next cells run on it)."""
@@ -98,11 +127,13 @@ def run(args: argparse.Namespace) -> int:
     try:
         card = run_scorecard(cluster, args.worker_cmd, config, args.worker_config, cells, runs=args.runs,
                              seed=args.seed, time_scale=args.time_scale, topology=topology, run_root=run_root,
-                             log=say, restart=restart)
+                             log=say, restart=restart,
+                             on_cell=stop_if_interrupted)
     except BadArguments:
         shutil.rmtree(run_root, ignore_errors=True)   # refused before a worker started: nothing to keep
         raise
     finally:
+        undo()
         if live[0] is not None:
             live[0].close()
         options.release_run_dir(run_root)

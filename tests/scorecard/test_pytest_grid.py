@@ -13,12 +13,19 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def small(example: str) -> dict:
-    """The example's worker config on 40 keys (80 events), as the fixture's dict form."""
+def small(example: str, work_ms: int | None = None) -> dict:
+    """The example's worker config on 40 keys (80 events), as the fixture's dict form.
+
+    ``work_ms``: each job's cost. The ack-first loss needs the kill to find its consumer with
+    acked, unwritten entries in hand: at 10 ms a job a producer slowed by a loaded machine lets
+    the consumers keep up and sit idle in XREADGROUP, and a kill there loses nothing (seen at
+    -n 2 beside other cells); at 40 ms they are still working through the backlog at 300 ms."""
     import tomllib
     raw = tomllib.loads((ROOT / f"examples/{example}.toml").read_text())
     raw["worker"]["schema"] = str(ROOT / "examples" / raw["worker"]["schema"])
     raw["workload"]["keys"] = 40
+    if work_ms is not None:
+        raw["worker"]["env"]["ORDERS_WORK_MS"] = str(work_ms)
     return raw
 
 
@@ -35,7 +42,7 @@ def test_cas_consumer_grid(blackbox, scorecard_fault):
     assert cell.like.startswith("like s5 + inbox")
 
 
-@pytest.mark.blackbox(command="python -m examples.redis_py_ack_first", config=small("redis_py_ack_first"))
+@pytest.mark.blackbox(command="python -m examples.redis_py_ack_first", config=small("redis_py_ack_first", work_ms=40))
 def test_ack_first_consumer_fails_no_loss_in_its_scorecard_test(blackbox):
     with pytest.raises(AssertionError) as failed:
         blackbox.scorecard("kill-consumer:at_ms=300")

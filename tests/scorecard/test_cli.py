@@ -19,11 +19,18 @@ PROPERTIES = {"no_loss", "no_duplicate_side_effects", "final_state", "keeps_cons
 
 
 def small_config(tmp_path: Path, base: str = "examples/redis_py_ack_first.toml", *, extra: str = "",
-                 table: str = "orders") -> Path:
-    """The example's config on 40 keys (80 events), its schema by absolute path."""
+                 table: str = "orders", work_ms: int | None = None) -> Path:
+    """The example's config on 40 keys (80 events), its schema by absolute path.
+
+    ``work_ms``: each job's cost. A kill loses ack-first work only when it finds the consumer with
+    acked, unwritten entries in hand: at the example's 10 ms a producer slowed by a loaded machine
+    lets the consumers keep up and idle in XREADGROUP (lost 0 seen in a loaded CI run); at 40 ms
+    they are still working through the backlog at 300 ms."""
     text = (ROOT / base).read_text().replace('schema = "orders_schema.sql"',
                                              f'schema = "{ROOT / "examples/orders_schema.sql"}"')
     text = text.replace("keys = 100", "keys = 40").replace('table = "orders"', f'table = "{table}"')
+    if work_ms is not None:
+        text = text.replace('ORDERS_WORK_MS = "10"', f'ORDERS_WORK_MS = "{work_ms}"')
     path = tmp_path / "worker.toml"
     path.write_text(text + extra)
     return path
@@ -107,7 +114,8 @@ def test_a_consumer_that_crashes_on_start_is_graded_fail_and_the_card_goes_on(tm
 
 def test_json_schema_grid_page_and_exit_code_of_a_broken_promise(tmp_path):
     """ack-first promises no loss and breaks it under a kill: exit 1, the cell says why."""
-    cfg = small_config(tmp_path, extra="\n[expect]\nlost = 0\n")
+    cfg = small_config(tmp_path, extra="\n[expect]\nlost = 0\n", work_ms=40)
+    assert 'ORDERS_WORK_MS = "40"' in cfg.read_text()
     done = scorecard("--worker-cmd", "python -m examples.redis_py_ack_first", "--worker-config", str(cfg),
                      "--faults", "kill-consumer:at_ms=300", "--out", str(tmp_path / "out"),
                      "--run-dir", str(tmp_path / "runs"), "--json", "--seed", "3")

@@ -59,8 +59,12 @@ def test_ack_after_write_with_compare_and_set_is_judged_valid_when_a_worker_is_k
 @pytest.mark.slow
 @pytest.mark.parametrize("command, config", [TASKIQ, FASTSTREAM], ids=["taskiq", "faststream"])
 def test_ack_after_processing_loses_nothing_when_a_worker_is_killed(blackbox, command, config) -> None:
-    cell = blackbox(command, config, fault=KILL, runs=1)
-    print(figures(cell))
+    # What this promises is no loss. taskiq-redis may leave the killed worker's entries unclaimed
+    # to the end of the drain (stopped_consuming 73 and 88 seen in loaded runs, 0 in others):
+    # measured and printed, not promised here, as after a failover below.
+    measured = {"stopped_consuming": ">= 0"} if (command, config) == TASKIQ else None
+    cell = blackbox(command, config, fault=KILL, runs=1, expect=measured)
+    print(f"{figures(cell)}, stopped_consuming={cell.count('stopped_consuming')}")
     assert cell.count("lost") == 0, figures(cell)
     assert cell.count("published") == 200
 

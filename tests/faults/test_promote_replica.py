@@ -20,6 +20,8 @@ from faults.local import FaultThread, LocalContext
 
 STREAM, GROUP = "orders", "g"
 MARGIN_S = 0.3  # replication through the proxy may lag this much on a loaded machine
+HOLD_WRITES = 40    # writes the hold waits for: the loss it shows
+HOLD_CAP_S = 20.0   # ... for at most this long (a writer starved this long is a broken rig)
 
 
 def client(url: str) -> redis.Redis:
@@ -62,6 +64,31 @@ class Writer:
         self.thread.join(10)
 
 
+@dataclass
+class HoldUntilWrites(LocalContext):
+    """A LocalContext whose hold ends on the writer's progress, not on the clock.
+
+    The fault's sleep right after its ``hold`` op lasts ``hold_ms`` and then until the
+    writer has ``writes`` writes acked that it sent after the hold began (at most
+    ``HOLD_CAP_S``). A wall-clock hold of 400 ms saw 4 writes once, with the writer
+    thread starved on a loaded machine, and showed nothing."""
+
+    writer: Writer | None = None
+    writes: int = HOLD_WRITES
+
+    def sleep(self, ms: float) -> bool:
+        last = self.ops[-1] if self.ops else {"value": {}}
+        if last["value"].get("step") != "hold" or self.writer is None:
+            return super().sleep(ms)
+        time.sleep(self.scale(ms))
+        held, acked = last["time"], self.writer.acked
+        while time.monotonic() < held + HOLD_CAP_S and not self.stop_event.is_set():
+            if sum(1 for _, sent, _ in acked[-4 * self.writes:] if sent > held) >= self.writes:
+                break
+            time.sleep(0.005)
+        return not self.stop_event.is_set()
+
+
 def op_time(ctx: LocalContext, step: str) -> float:
     return next(op["time"] for op in ctx.ops if op["value"].get("step") == step)
 
@@ -72,10 +99,11 @@ def promoted_ids(cluster) -> set[str]:
 
 @pytest.mark.parametrize("hold", ["timeout", "down", "latency"])
 def test_held_replication_loses_every_write_acked_while_held(cluster, hold: str) -> None:
-    ctx = LocalContext(cluster, seed=1)
-    fault = get_fault(f"promote-replica:at_ms=700,hold_ms=400,hold={hold},latency_ms=2000,downtime_ms=50")
+    # latency_ms outlasts the longest hold: a delayed byte that arrived would be replicated.
+    fault = get_fault(f"promote-replica:at_ms=700,hold_ms=400,hold={hold},latency_ms=60000,downtime_ms=50")
     with Writer(cluster.redis_url()) as writer:
-        FaultThread(fault, ctx).start().join(30)
+        ctx = HoldUntilWrites(cluster, seed=1, writer=writer)
+        FaultThread(fault, ctx).start().join(30 + HOLD_CAP_S)
         time.sleep(0.2)  # the writer goes on against the promoted node
     assert cluster.failed_over and ctx.phases("promote-replica") == ["start", "info", "stop"]
     held, killed, promoted = op_time(ctx, "hold"), op_time(ctx, "kill"), op_time(ctx, "promote")
@@ -87,7 +115,7 @@ def test_held_replication_loses_every_write_acked_while_held(cluster, hold: str)
     lost = [e for e, _, _ in writer.acked if e not in present]
     figures = (f"acked={len(writer.acked)} before_hold={len(before)} in_hold={len(in_hold)} "
                f"after_promote={len(after)} lost={len(lost)} errors={writer.errors}")
-    assert len(in_hold) >= 20, f"too few writes while held to show anything: {figures}"
+    assert len(in_hold) >= HOLD_WRITES, f"too few writes in {HOLD_CAP_S} s of hold: {figures}"
     assert set(in_hold) <= set(lost), f"a write acked while held survived the failover: {figures}"
     assert all(e in present for e in before), f"a write replicated before the hold was lost: {figures}"
     assert all(e in present for e in after), f"a write acked by the promoted node is missing: {figures}"
@@ -109,10 +137,11 @@ def test_bare_kill_after_the_last_ack_loses_nothing(cluster) -> None:
 
 
 def test_wait_confirmed_writes_survive_and_unconfirmed_are_the_loss(cluster) -> None:
-    ctx = LocalContext(cluster, seed=3)
-    fault = get_fault("promote-replica:at_ms=300,hold_ms=400,downtime_ms=50")
+    # after_entries: writes confirmed before the hold; each write held waits out WAIT's 50 ms.
+    fault = get_fault("promote-replica:after_entries=30,at_ms=300,hold_ms=400,downtime_ms=50")
     with Writer(cluster.redis_url(), wait_replicas=True) as writer:
-        FaultThread(fault, ctx).start().join(30)
+        ctx = HoldUntilWrites(cluster, seed=3, writer=writer, writes=5)
+        FaultThread(fault, ctx).start().join(30 + HOLD_CAP_S)
         time.sleep(0.2)
     present = promoted_ids(cluster)
     confirmed = [e for e, _, c in writer.acked if c]

@@ -8,6 +8,11 @@ UPDATE that late write is a stale overwrite; with CAS (s5) it matches 0 rows.
 With a role-wide failpoint (no ``target``) whichever consumer first reaches it stalls;
 later hits (the claimer reaching the same failpoint with the claimed entry) are resumed
 at once, so only one consumer stalls.
+
+With ``until_etype`` the stall also lasts until another consumer has committed an event of
+that type (its ``after_commit`` failpoint, resumed at once): the stalled consumer's late
+write then lands after that commit, forced rather than hoped for. A wall-clock stall alone
+let a loaded machine publish or apply that event only after the stalled write.
 """
 from __future__ import annotations
 
@@ -34,22 +39,31 @@ class XAutoClaim(Fault):
               "reaches the failpoint first; for at=time one drawn from the run's seed)"),
         Param("role", "consumer", "its role"),
         Param("etype", "", "stall only on an event of this type (e.g. created); empty: the first event"),
+        Param("until_etype", "", "also stay stopped until another consumer has committed an event of this "
+              "type (e.g. paid; failpoint after_commit), so the late write lands after it"),
         Param("wait_ms", 30000, "for a failpoint: how long to wait for the worker to reach it (unscaled)"),
     )
 
     def failpoints(self) -> dict[str, dict[str, dict]]:
-        if self.at == "time":
-            return {}
-        point: dict = {"action": "signal", "count": 1}
-        if self.etype:
-            point["etype"] = self.etype
-        return {self.target or self.role: {self.at: point}}
+        out: dict[str, dict[str, dict]] = {}
+        if self.at != "time":
+            point: dict = {"action": "signal", "count": 1}
+            if self.etype:
+                point["etype"] = self.etype
+            out[self.target or self.role] = {self.at: point}
+        if self.until_etype:
+            out.setdefault(self.role, {})["after_commit"] = {"action": "signal", "count": 1,
+                                                            "etype": self.until_etype}
+        return out
 
     def arm(self, ctx: FaultContext) -> None:
         self.armed_for = id(ctx)
         self.stopped = None
         self.done = threading.Event()
         self.passed: list[str] = []
+        self.committed = threading.Event()   # until_etype's commit seen
+        if self.until_etype:
+            self._watch(ctx, "after_commit", self.committed)
 
     def run(self, ctx: FaultContext) -> None:
         if getattr(self, "armed_for", None) != id(ctx):
@@ -61,25 +75,43 @@ class XAutoClaim(Fault):
             info: dict = {}
         else:
             worker, info = ctx.wait_failpoint(self.at, self.wait_ms)
-            threading.Thread(target=self._pass_through, args=(ctx,), daemon=True,
-                             name="xautoclaim-pass").start()
+            self._watch(ctx, self.at, None)
         self.stopped = worker
         stopped_at = time.monotonic()
         ctx.record("start", name=self.name, spec=self.spec, worker=worker.name, pid=worker.pid,
                    failpoint=self.at, **({"entry_id": info.get("entry_id")} if info.get("entry_id") else {}))
         ctx.sleep(self.stall_ms)
+        waited: dict[str, bool] = {}
+        if self.until_etype:
+            deadline = stopped_at + self.wait_ms / 1000
+            while not self.committed.wait(0.01) and time.monotonic() < deadline and not ctx.stop_event.is_set():
+                pass
+            waited = {"committed_" + self.until_etype: self.committed.is_set()}
         self._resume(ctx)
         ctx.record("stop", name=self.name, worker=worker.name, stalled_s=round(time.monotonic() - stopped_at, 4),
-                   passed_through=list(self.passed))
+                   passed_through=list(self.passed), **waited)
+        if self.until_etype and not self.committed.is_set():
+            raise FaultError(f"fault 'xautoclaim': no consumer committed a {self.until_etype!r} event within "
+                             f"{self.wait_ms} ms of the stall: the late write it forces did not happen")
 
-    def _pass_through(self, ctx: FaultContext) -> None:
-        """Resume at once any other consumer that reaches the failpoint (the claimer)."""
-        while not self.done.is_set() and not ctx.stop_event.is_set():
+    def _watch(self, ctx: FaultContext, point: str, seen: threading.Event | None) -> None:
+        threading.Thread(target=self._pass_through, args=(ctx, point, seen, self.done), daemon=True,
+                         name=f"xautoclaim-{point}").start()
+
+    def _pass_through(self, ctx: FaultContext, point: str, seen: threading.Event | None,
+                      done: threading.Event) -> None:
+        """Resume at once any other consumer that reaches `point` (the claimer); set `seen`.
+        Ends with this run (`done`: a later run's arm makes a new one)."""
+        while not done.is_set() and not ctx.stop_event.is_set():
             try:
-                other, _ = ctx.wait_failpoint(self.at, 200)
+                other, _ = ctx.wait_failpoint(point, 200)
             except Exception:  # noqa: BLE001 - a timeout: look again
+                time.sleep(0.01)
                 continue
-            self.passed.append(other.name)
+            if seen is None:
+                self.passed.append(other.name)
+            else:
+                seen.set()
             ctx.resume(other)
 
     def _resume(self, ctx: FaultContext) -> None:

@@ -1,8 +1,9 @@
 """Expected figures when a stalled consumer's entries are claimed by another (xautoclaim).
 
-The consumer that reads `created` stops before writing for 1.5 s; the other applies
-`paid`, claims `created` after the 500 ms min-idle time and applies it; then the stalled
-one resumes and writes `created` late. With a plain UPDATE the late write lands after v=2
+The consumer that reads `created` stops before writing for 1.5 s and until another has
+committed `paid` (the fault's `until_etype`: the order is forced, not left to the clock);
+the other applies `paid`, claims `created` after the 500 ms min-idle time and applies it;
+then the stalled one resumes and writes `created` late. With a plain UPDATE the late write lands after v=2
 (final `created`), and so does the claimer's when it applied `paid` before its claim (2 per run;
 1 when `paid` reached it only after the claim, its publish lagging by more than the min-idle
 time on a loaded machine: the test asserts each run's count from its history); with CAS both
@@ -13,7 +14,7 @@ from __future__ import annotations
 from chaos.expectations.cells import Cell, rows
 from chaos.expectations.table import RUNS, each_run, eq, ge
 
-CLAIM = "xautoclaim:etype=created,stall_ms=1500"
+CLAIM = "xautoclaim:etype=created,stall_ms=1500,until_etype=paid"
 CLAIMING = "claim=always,claim_idle_ms=500"
 RUN_COUNT = 3
 

@@ -6,7 +6,8 @@ delivered its entry again through XAUTOCLAIM.
 With a plain UPDATE (baseline) how many of the run's `created` writes are stale overwrites
 follows from what the run did, not from a timing assumption, and is asserted exactly per run:
 
-* the stalled consumer's late write comes after `paid`'s: stale, every run;
+* the stalled consumer's late write comes after `paid`'s: stale, every run (the fault keeps it
+  stopped until a consumer has committed `paid`: forced, not hoped for);
 * the claimer's write is stale when the claimer had applied `paid` before it claimed
   `created` (one process, one step after the other); when `paid` reached it only after the
   claim (its publish lagged created's delivery by more than claim_idle_ms: seen once at

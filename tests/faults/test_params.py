@@ -87,6 +87,10 @@ def test_failpoint_faults_name_their_failpoints() -> None:
         "C1": {"mid_batch": {"action": "kill", "after": 250, "count": 1}}}
     assert get_fault("xautoclaim:target=C2").failpoints() == {
         "C2": {"before_apply": {"action": "signal", "count": 1}}}
+    # until_etype: the commit the stall waits for is watched on every consumer of the role
+    assert get_fault("xautoclaim:target=C2,etype=created,until_etype=paid").failpoints() == {
+        "C2": {"before_apply": {"action": "signal", "count": 1, "etype": "created"}},
+        "consumer": {"after_commit": {"action": "signal", "count": 1, "etype": "paid"}}}
 
 
 def test_check_rejects_a_target_or_failpoint_the_run_lacks() -> None:

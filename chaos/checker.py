@@ -552,6 +552,7 @@ def _count_events(scan: _RunScan, ids: dict[str, set[str]], counts: Counts, anom
                     by_kind[LOST][ev.key].append(eid)
             elif consumers_live and not handled and not ev.dlq:   # waits in Redis: nobody consumed it
                 ids["stopped"].add(eid)
+                counts.stopped_consuming += 1
                 by_kind[STOPPED_CONSUMING][ev.key].append(eid)
         elif ev.info:
             counts.indeterminate += 1

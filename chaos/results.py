@@ -119,6 +119,7 @@ class Counts:
     projection_drift: int = 0
     negative_drift: int = 0
     unattempted: int = 0
+    stopped_consuming: int = 0   # published events a live, healed consumer never consumed (liveness)
 
     def __add__(self, other: Counts) -> Counts:
         return Counts(**{f.name: getattr(self, f.name) + getattr(other, f.name) for f in fields(self)})

@@ -43,7 +43,8 @@ def check(run: Run, events: list[Event], faults: Sequence[Any] = ()) -> tuple[Ru
     elif not unread:
         run.reasons += missed_effects(faults, history)
     result = check_run(history, final, run=run.index, unknown_reasons=run.reasons, seed=run.seed,
-                       rig_failures=run.rig.failures, explained=set().union(*(f.explains() for f in faults)))
+                       rig_failures=run.rig.failures, explained=set().union(*(f.explains() for f in faults)),
+                       consumers_live=bool(run.live_consumers) and not unread)
     result.drain_end = run.drain_end or "not run"
     if unread:
         result.counts, result.anomalies, result.anomaly_counts, result.final_state = Counts(), [], {}, {}

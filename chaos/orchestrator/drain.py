@@ -1,5 +1,7 @@
 """The drain phase (recovery after the heal) and what the drain's end explains: `drain_end`
-names why it ended, and `leftovers` turns entries nothing explains into a reason."""
+names why it ended, `live_consumers` who was live when it ended without progress (the
+consumers' liveness, judged by the checker as `stopped-consuming`), and `leftovers` turns
+entries nothing explains into a reason."""
 from __future__ import annotations
 
 import signal
@@ -12,7 +14,7 @@ from chaos.orchestrator.phases import acked_or_none, consumers_idle, stall_s
 from chaos.orchestrator.run import Run
 from chaos.results import FinalState
 from chaos.strategies.delivery.base import GROUP
-from chaos.strategies.plan import CONSUMER
+from chaos.strategies.plan import CONSUMER, PRODUCER
 from chaos.workload.final_state import pending_entries
 
 
@@ -65,8 +67,37 @@ def drain(run: Run, events: list[Event]) -> None:
     stalled = run.watch(drained, bound, watch, stall_s(run, events) + 2 * idle)
     if stalled is not None:
         run.drain_end = "timed out"
+        run.live_consumers = live_consumers(run)
+        live = (f"; consumers {', '.join(run.live_consumers)} were live and every fault had healed: what "
+                f"they left unconsumed is theirs (stopped-consuming)") if run.live_consumers else ""
         run.reasons.append(f"the drain timed out after {stalled[0]:.1f} s: no progress for "
-                           f"{stalled[1]:.1f} s ({run.stream_state()})")
+                           f"{stalled[1]:.1f} s ({run.stream_state()}){live}")
+        run.log_op({"phase": "drain-end", "drain_end": run.drain_end, "live_consumers": run.live_consumers,
+                    "no_progress_s": round(stalled[1], 3)})
+
+
+def drainable(run: Run) -> bool:
+    """Whether the drain runs: on a sound rig, when nothing went wrong but unexpected worker
+    deaths, or a workload that stalled with its producers done (the consumers stopped: the
+    drain then asks them to recover, and judges their liveness if they do not)."""
+    if run.rig.failed.is_set():
+        return False
+    return all("died unexpectedly" in r or r == run.workload_stall for r in run.reasons)
+
+
+def live_consumers(run: Run) -> list[str]:
+    """The consumers alive at the drain's end, when nothing of the rig's stood between them
+    and their work (no rig failure, every fault acted and healed, the producers done, no
+    worker died unexpectedly, nothing went wrong but the stall): then what still waits in
+    Redis was left by them. Else [] (the run cannot vouch for their liveness)."""
+    workers = run.workers
+    if run.rig.failures or run.rig.check(deep=True) or run.fault_errors:
+        return []
+    if workers.live(PRODUCER) or workers.respawn_due(PRODUCER) or workers.respawn_due(CONSUMER):
+        return []
+    if any(r != run.workload_stall for r in run.reasons):
+        return []
+    return sorted(h.name for h in workers.live(CONSUMER))
 
 
 def leftovers(run: Run, final: FinalState) -> list[str]:

@@ -171,6 +171,8 @@ def workload(run: Run, events: list[Event]) -> None:
                            f"{stalled[1]:.1f} s (producers alive: {[h.name for h in workers.live(PRODUCER)]}; "
                            f"{run.stream_state()}; busy: {watch.busy(names)}; "
                            f"in hand: {watch.in_hand(names)})")
+        if not workers.live(PRODUCER) and not workers.respawn_due(PRODUCER):
+            run.workload_stall = run.reasons[-1]   # the consumers stalled: the drain judges them
 
 
 def acked_or_none(cell: CellContext) -> bool | None:

@@ -42,6 +42,8 @@ class Run:
         self.workers = Workers(cell, self.dir, seed, self.rig, self.log_op, self.reasons)
         self.progress: ProgressWatch | None = None   # tails the history from the workload on
         self.drain_end = ""        # why the drain ended (what explains the entries it left)
+        self.live_consumers: list[str] = []   # live when the drain ended without progress (liveness)
+        self.workload_stall = ""   # the reason of a workload that stalled with its producers done
         self.t0 = time.monotonic()
         self.orchestrator: HistoryWriter    # opened when the run starts (sequence.execute)
         self.nemesis: HistoryWriter

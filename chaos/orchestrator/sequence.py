@@ -2,7 +2,8 @@
 
 A rig failure or a run that could not start ends the phases before the drain at once; the
 heal and the stop always happen; the drain runs only on a sound rig when nothing but an
-unexpected worker death went wrong; the check always gives a RunResult.
+unexpected worker death, or a workload that stalled with its producers done, went wrong
+(drain.drainable); the check always gives a RunResult.
 """
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from typing import Any
 
 from chaos.orchestrator import check as checking
 from chaos.orchestrator import phases
-from chaos.orchestrator.drain import drain
+from chaos.orchestrator.drain import drain, drainable
 from chaos.orchestrator.rigwatch import RIG_ERRORS
 from chaos.orchestrator.run import Run
 from chaos.orchestrator.workers import RunAborted
@@ -38,8 +39,7 @@ def _execute(run: Run) -> tuple[RunResult, RunMetrics]:
     run.t0 = time.monotonic()
     try:
         _until_heal(run, events, producer_plans, faults)
-        if not run.rig.failed.is_set() and (
-                not run.reasons or all("died unexpectedly" in r for r in run.reasons)):
+        if drainable(run):
             with run.phase("drain"):
                 try:
                     drain(run, events)

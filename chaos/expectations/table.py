@@ -16,6 +16,7 @@ from chaos.results import COUNT_NAMES, UNKNOWN, CellResult
 from chaos.params import parse_spec
 
 PER_RUN_COUNTS = frozenset({"wrong_final_state_runs"})  # at most one per run: shown as x/runs
+LIVENESS = "stopped_consuming"   # promised by every expectation that does not bound it (Expectation.checked)
 CELL_FIELDS = frozenset(COUNT_NAMES) | {"verdict", "runs"}
 NO_FAULT = "none"
 
@@ -272,11 +273,18 @@ class Expectation:
             raise ExpectationError("an expectation needs at least one bound, e.g. lost=0")
         return cls({name: _coerce(name, b) for name, b in bounds.items()}, note)
 
+    @property
+    def checked(self) -> Mapping[str, Bound]:
+        """The bounds a cell must meet: the row's, and liveness (`stopped_consuming == 0`: a
+        consumer that stops consuming after the faults healed is never expected) unless the
+        row bounds `stopped_consuming` itself."""
+        return self.bounds if LIVENESS in self.bounds else {**self.bounds, LIVENESS: eq(0)}
+
     def check(self, cell: CellResult) -> list[Mismatch]:
-        """Every bound that the cell does not meet."""
+        """Every bound that the cell does not meet (liveness included, see `checked`)."""
         out = []
         runs = cell.run_count
-        for name, bound in self.bounds.items():
+        for name, bound in self.checked.items():
             measured = cell.count(name) if name in CELL_FIELDS else None
             if bound.holds(measured, cell):
                 continue
@@ -404,7 +412,7 @@ def assert_cell(cell: CellResult, expectation: Expectation | None, *, preset: st
     found = expectation.check(cell)
     if found:
         lines = "\n".join(f"  {m.text}" for m in found)
-        raise AssertionError(f"EXPECTATION MISMATCH {label} ({len(found)} of {len(expectation.bounds)}"
+        raise AssertionError(f"EXPECTATION MISMATCH {label} ({len(found)} of {len(expectation.checked)}"
                              f" bounds failed):\n{lines}\n{figures}")
 
 

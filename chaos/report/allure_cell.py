@@ -233,8 +233,9 @@ def _description(obj: dict) -> str:
                                                       "negative_drift"))
     stopped = (obj.get("anomaly_counts") or {}).get(STOPPED_CONSUMING)
     if stopped:   # liveness: what a live consumer never consumed, and for how long it made no progress
-        figures += (f", **stopped consuming {stopped}** (no progress for {obj.get('stalled_after_heal_s')} s "
-                    f"after the last heal)")
+        stalled = obj.get("stalled_after_heal_s")   # black-box runs measure it; built-in ones name the live consumers
+        figures += f", **stopped consuming {stopped}**" + (
+            f" (no progress for {stalled} s after the last heal)" if stalled is not None else "")
     lines = [f"**{obj.get('verdict')}** over {obj.get('runs')} runs, {match}.", "", figures + "."]
     if isinstance(expected, dict):
         bounds = ", ".join(f"{k} {v}" for k, v in expected.items() if k != "note")

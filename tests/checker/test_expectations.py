@@ -84,7 +84,7 @@ def test_assert_cell_raises_with_every_mismatch_and_all_figures():
     with pytest.raises(AssertionError) as info:
         assert_cell(cell, Expectation.of(lost=0, wrong_final_state_runs=0), preset="s5", fault="none")
     message = str(info.value)
-    assert "EXPECTATION MISMATCH s5 x none (2 of 2 bounds failed)" in message
+    assert "EXPECTATION MISMATCH s5 x none (2 of 3 bounds failed)" in message   # liveness is the third
     assert "[LOST: 1]" in message and "[WRONG_FINAL_STATE_RUNS: 1/4]" in message
     assert re.search(r"measured over 4 runs, verdict invalid: published=8 lost=1 .*wrong_keys=1", message)
 
@@ -99,6 +99,21 @@ def test_unknown_cell_is_broken_not_failed_unless_the_verdict_is_expected():
         assert_cell(cell, Expectation.of(lost=0), preset="s1", fault="none")
     assert not issubclass(UnknownVerdict, AssertionError)
     assert_cell(cell, Expectation.of(verdict="unknown"))
+
+
+def test_liveness_is_promised_by_every_row_that_does_not_bound_it():
+    """A consumer that stopped consuming fails a row that says nothing about liveness; a
+    row that bounds stopped_consuming itself decides."""
+    from dataclasses import replace
+    cell = cell_with(0, runs=2)
+    stopped = replace(cell, counts=replace(cell.counts, stopped_consuming=3))
+    exp = Expectation.of(wrong_final_state_runs=0)
+    assert exp.mismatches(cell) == []
+    assert exp.mismatches(stopped) == ["stopped_consuming: expected == 0, measured 3 [STOPPED_CONSUMING: 3]"]
+    with pytest.raises(AssertionError, match=r"\(1 of 2 bounds failed\)"):
+        assert_cell(stopped, exp)
+    assert Expectation.of(stopped_consuming=ge(1)).mismatches(stopped) == []
+    assert exp.to_json() == {"wrong_final_state_runs": "== 0"}   # the rows' own bounds only
 
 
 def test_assert_cell_without_expectation_says_where_to_add_one():

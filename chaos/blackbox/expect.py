@@ -56,8 +56,8 @@ def expectation(bounds: dict[str, tuple[str, float]], extra: BlackBoxCounts) -> 
         else:
             measured = getattr(extra, name)
             test = Compare(op, number)
-            out[name] = satisfies(lambda _cell, m=measured, t=test: t.holds(m, _cell),
-                                  f"{op} {number:g} (measured {measured})")
+            out[name] = satisfies(lambda _cell, m=measured, t=test: t.holds(m, _cell), f"{op} {number:g}",
+                                  measured=f"{measured:g}" if isinstance(measured, float) else str(measured))
     return Expectation.of(note, **out)
 
 

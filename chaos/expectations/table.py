@@ -142,6 +142,7 @@ class Satisfies:
     test: Callable[[CellResult], bool]
     description: str
     relative: bool = False
+    measured: str = ""    # the figure it read, shown in a mismatch (else "see counts")
 
     def holds(self, measured: Any, cell: CellResult) -> bool:
         return bool(self.test(cell))
@@ -221,8 +222,8 @@ def between(low: Value, high: Value) -> Between:
     return Between(low, high)
 
 
-def satisfies(test: Callable[[CellResult], bool], description: str) -> Satisfies:
-    return Satisfies(test, description)
+def satisfies(test: Callable[[CellResult], bool], description: str, measured: str = "") -> Satisfies:
+    return Satisfies(test, description, measured=measured)
 
 
 @dataclass(frozen=True)
@@ -309,7 +310,7 @@ class Expectation:
 
 def _show(name: str, measured: Any, runs: int, bound: Bound, cell: CellResult) -> str:
     if measured is None:
-        return "see counts"
+        return getattr(bound, "measured", "") or "see counts"
     if isinstance(bound, EachRun):
         return f"per run {bound.per_run(cell)}"
     if name in PER_RUN_COUNTS:

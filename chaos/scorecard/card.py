@@ -18,7 +18,7 @@ from chaos.blackbox.config import WorkerConfig
 from chaos.blackbox.session import BlackBoxCell, run_blackbox
 from chaos.errors import BadArguments
 from chaos.replay import blackbox_command
-from chaos.scorecard.grade import (PASS, FAIL, UNKNOWN, Grade, behaves_like, crash_reason, died, grade,
+from chaos.scorecard.grade import (PASS, FAIL, UNKNOWN, Grade, behaves_like, crash_reason, died, end_lag, grade,
                                    promised, stalled_s)
 from chaos.scorecard.plan import PlannedCell
 from chaos.scorecard.sample import Sample, Sampler
@@ -159,7 +159,8 @@ def finish(cell: BlackBoxCell | None, planned: PlannedCell, samples: list[list[S
                    "poison_handled")}
         return ScoreCell(planned, cell, samples, grades, replay, wall_s, "not judged: the cell could not run",
                          error=why)
-    grades = grade(cell, samples[0] if samples else None)
+    worst = max(samples, key=lambda run: end_lag(run) or 0) if samples else None   # the run left furthest behind
+    grades = grade(cell, worst)
     bounds = cell.config.expect
     if crash_reason(cell):
         broken = [f"{p}: the consumer crashed on start" for p in promised(bounds)]

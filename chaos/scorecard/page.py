@@ -97,7 +97,7 @@ def _evidence(text: str) -> str:
 
 def cell_page(card: Any, cell: Any, i: int, cells_dir: Path) -> str:
     plots = []
-    for n, samples in enumerate(cell.samples[:1]):   # the first run's curves (seed = the card's seed)
+    for n, samples in enumerate(cell.samples):   # every run's curves (run n: seed = the card's seed + n)
         history = cell.cell.runs[n].history if cell.cell is not None and n < len(cell.cell.runs) else []
         try:
             png = plot_run(samples, history, cells_dir / f"{i:02d}-run{n}.png",
@@ -107,7 +107,8 @@ def cell_page(card: Any, cell: Any, i: int, cells_dir: Path) -> str:
                          "(pip install 'redis-streams-chaos[plots]').</div>")
             continue
         if png is not None:
-            plots.append(f"<img src='{png.name}' alt='plots of run {n}' style='max-width:100%'>")
+            plots.append(f"<h2>Run {n} (seed {card.seed + n})</h2>"
+                         f"<img src='{png.name}' alt='plots of run {n}' style='max-width:100%'>")
     ev = "".join(f"<tr><td>{p}</td><td>{_badge(g.status)}</td><td>{_evidence(g.evidence)}"
                  + (f"<br><small>{'<br>'.join(html.escape(e) for e in g.examples)}</small>" if g.examples else "")
                  + "</td></tr>" for p, g in cell.grades.items())

@@ -101,9 +101,11 @@ def _attach(scored: ScoreCell, root: Path) -> None:
                   attachment_type=allure.attachment_type.TEXT)
     if scored.samples and scored.cell is not None and scored.cell.runs and _have_matplotlib():
         from chaos.scorecard.plots import plot_run
-        png = plot_run(scored.samples[0], scored.cell.runs[0].history, root / "plot.png", scored.fault)
-        if png is not None:
-            allure.attach(png.read_bytes(), name="scorecard plot.png", attachment_type=allure.attachment_type.PNG)
+        for n, (samples, run) in enumerate(zip(scored.samples, scored.cell.runs)):   # every run's curves
+            png = plot_run(samples, run.history, root / f"plot-run{n}.png", f"{scored.fault}, run {n}")
+            if png is not None:
+                allure.attach(png.read_bytes(), name=f"scorecard plot run {n}.png",
+                              attachment_type=allure.attachment_type.PNG)
 
 
 def _have_matplotlib() -> bool:

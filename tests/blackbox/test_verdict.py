@@ -147,6 +147,18 @@ def test_events_a_live_consumer_left_undelivered_are_stopped_consuming() -> None
     assert expect.check({"stopped_consuming": ("<=", 2)}, run_cell(run), run.extra) == []   # a declared bound wins
 
 
+def test_a_black_box_bound_names_its_measured_figure() -> None:
+    """A bound on a black-box figure (not a checker count) says what it measured, as a count's does."""
+    from chaos.blackbox.counts import BlackBoxCounts
+    run = check_blackbox_run(CONFIG, history=published(), effects=[state(1, "42", 1, "created", "INSERT"),
+                                                                    state(2, "42", 2, "paid")],
+                             rows=rows(k42=("paid", 2)), stream=StreamState(), events=EVENTS, offset=-1000.0)
+    extra = BlackBoxCounts(duplicated_side_effects=3, missing_side_effects=0)
+    (text,) = expect.check({"duplicated_side_effects": ("==", 0), "missing_side_effects": ("==", 0)},
+                           run_cell(run), extra)
+    assert text == "duplicated_side_effects: expected == 0, measured 3 [DUPLICATED_SIDE_EFFECTS: 3]"
+
+
 def run_cell(run):
     from chaos.checker import summarize
     return summarize([run.result])

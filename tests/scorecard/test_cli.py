@@ -118,7 +118,7 @@ def test_json_schema_grid_page_and_exit_code_of_a_broken_promise(tmp_path):
     assert 'ORDERS_WORK_MS = "40"' in cfg.read_text()
     done = scorecard("--worker-cmd", "python -m examples.redis_py_ack_first", "--worker-config", str(cfg),
                      "--faults", "kill-consumer:at_ms=300", "--out", str(tmp_path / "out"),
-                     "--run-dir", str(tmp_path / "runs"), "--json", "--seed", "3")
+                     "--run-dir", str(tmp_path / "runs"), "--json", "--seed", "3", "--runs", "2")
     data = json.loads(done.stdout)
     assert set(data) >= {"schema_version", "consumer", "cells", "summary"} and data["schema_version"] == 1
     assert data["consumer"]["worker_cmd"] == "python -m examples.redis_py_ack_first"
@@ -136,8 +136,10 @@ def test_json_schema_grid_page_and_exit_code_of_a_broken_promise(tmp_path):
     page = (tmp_path / "out" / "index.html").read_text()
     assert "cells/00.html" in page and "#d0453b" in page                 # a red square, linked
     detail = (tmp_path / "out" / "cells" / "00.html").read_text()
-    assert "00-run0.png" in detail and cell["reproduce"].split()[0] in detail
-    assert (tmp_path / "out" / "cells" / "00-run0.png").stat().st_size > 10_000
+    assert "00-run0.png" in detail and "00-run1.png" in detail and cell["reproduce"].split()[0] in detail
+    for n in (0, 1):     # every run's curves, each named on the page with its seed
+        assert (tmp_path / "out" / "cells" / f"00-run{n}.png").stat().st_size > 10_000
+        assert f"Run {n} (seed {3 + n})" in detail
     assert json.loads((tmp_path / "out" / "scorecard.json").read_text())["cells"][0]["fault"] == cell["fault"]
     from chaos.scorecard.page import markdown_grid
     row = markdown_grid(data).splitlines()[2]

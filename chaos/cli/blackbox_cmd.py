@@ -22,8 +22,6 @@ from chaos.blackbox import expect
 from chaos.blackbox.config import load_config
 from chaos.blackbox.session import BlackBoxCell, preflight, run_blackbox
 from chaos.cli import failures, options
-from chaos.cli.options import runs_root
-from chaos.cluster.rundirs import Retention
 from chaos.replay import blackbox_command
 from chaos.errors import EXIT_MISMATCH, EXIT_OK, EXIT_UNKNOWN, BadArguments
 
@@ -93,19 +91,8 @@ def run_from_args(args: argparse.Namespace) -> int:
     quiet = args.json and not args.trace
     say = (lambda line: None) if quiet else (lambda line: print(line, file=sys.stderr, flush=True))
     t0 = time.monotonic()
-    Retention.from_env()   # a bad CHAOS_KEPT_* is bad input: refused before anything starts
-    root = runs_root(args)
-    try:
-        root.mkdir(parents=True, exist_ok=True)
-        run_root = options.new_run_dir(root, "blackbox")
-    except OSError as exc:
-        raise BadArguments(f"run dirs cannot go to {root} ({exc.strerror or exc}): give a writable dir "
-                           "with --run-dir or $CHAOS_RUNS_DIR") from None
-    try:
-        cluster = failures.start_topology(args.backend, f"bb-{os.getpid()}-{uuid.uuid4().hex[:6]}")
-    except BaseException:
-        shutil.rmtree(run_root, ignore_errors=True)  # nothing ran: nothing to keep
-        raise
+    root, run_root, cluster = options.start_in_run_dir(
+        args, "blackbox", lambda: failures.start_topology(args.backend, f"bb-{os.getpid()}-{uuid.uuid4().hex[:6]}"))
     failures.crash_site.run_dir = run_root
     data: dict | None = None
     try:

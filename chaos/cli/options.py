@@ -5,12 +5,14 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import shutil
 import tempfile
 import time
 from pathlib import Path
-from typing import Iterable
+from typing import Any, Callable, Iterable
 
 from chaos.cluster.rundirs import OWNER_FILE, ClusterDir, Retention, retain_kept
+from chaos.errors import BadArguments
 
 RUNS_ROOT_ENV = "CHAOS_RUNS_DIR"
 DEFAULT_RUNS = 10
@@ -59,6 +61,27 @@ def new_run_dir(root: Path, name: str) -> Path:
         path = root / f"{base}-{n}"
     ClusterDir(path)
     return path
+
+
+def start_in_run_dir(args: argparse.Namespace, label: str,
+                     start: Callable[[], Any]) -> tuple[Path, Path, Any]:
+    """Make a run dir ``<runs root>/<label>-...`` and start a topology with ``start()``:
+    (runs root, run dir, cluster). A bad CHAOS_KEPT_* or a runs root that cannot be written is
+    bad input, refused before anything starts; a start that fails removes the run dir (nothing ran)."""
+    Retention.from_env()
+    root = runs_root(args)
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        run_dir = new_run_dir(root, label)
+    except OSError as exc:
+        raise BadArguments(f"run dirs cannot go to {root} ({exc.strerror or exc}): give a writable dir "
+                           "with --run-dir or $CHAOS_RUNS_DIR") from None
+    try:
+        cluster = start()
+    except BaseException:
+        shutil.rmtree(run_dir, ignore_errors=True)
+        raise
+    return root, run_dir, cluster
 
 
 def release_run_dir(path: Path) -> None:

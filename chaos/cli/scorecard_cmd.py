@@ -101,18 +101,8 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.out)
     _writable(out)
     say = (lambda line: None) if args.json else (lambda line: print(line, file=sys.stderr, flush=True))
-    root = options.runs_root(args)
-    try:
-        root.mkdir(parents=True, exist_ok=True)
-        run_root = options.new_run_dir(root, "scorecard")
-    except OSError as exc:
-        raise BadArguments(f"run dirs cannot go to {root} ({exc.strerror or exc}): give a writable dir "
-                           "with --run-dir or $CHAOS_RUNS_DIR") from None
-    try:
-        cluster = failures.start_topology(args.backend, f"sc-{os.getpid()}-{uuid.uuid4().hex[:6]}")
-    except BaseException:
-        shutil.rmtree(run_root, ignore_errors=True)
-        raise
+    _root, run_root, cluster = options.start_in_run_dir(
+        args, "scorecard", lambda: failures.start_topology(args.backend, f"sc-{os.getpid()}-{uuid.uuid4().hex[:6]}"))
     failures.crash_site.run_dir = run_root
     live = [cluster]
     stop_if_interrupted, undo = _stop_after_interrupt()

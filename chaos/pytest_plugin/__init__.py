@@ -2,8 +2,8 @@
 
 * ``core``: the session's options (``--chaos-runs``, ``--chaos-seed``, ...), the ``slow``
   marker, and the ``chaos_*`` topology and client fixtures.
-* ``server``, ``topology``, ``load``: ``--chaos-server``, ``--chaos-topology``,
-  ``--chaos-load-size``, exported to the environment before xdist starts its workers.
+* ``exported``: ``--chaos-server``, ``--chaos-topology``, ``--chaos-load-size``, exported
+  to the environment before xdist starts its workers.
 * ``cells``: the ``chaos_cell`` fixture and the per-cell summary (``--chaos-summary``).
 * ``blackbox``: the ``blackbox`` fixture and marker (your own consumer under faults);
   chaos/scorecard/pytest_api.py: the ``scorecard`` marker.
@@ -23,9 +23,7 @@ from __future__ import annotations
 import pytest
 
 pytest_plugins = ["chaos.pytest_plugin.core",
-                  "chaos.pytest_plugin.server",          # --chaos-server redis|valkey
-                  "chaos.pytest_plugin.topology",        # --chaos-topology replica|sentinel
-                  "chaos.pytest_plugin.load",            # --chaos-load-size ci|full (suites/load)
+                  "chaos.pytest_plugin.exported",        # --chaos-server, --chaos-topology, --chaos-load-size
                   "chaos.pytest_plugin.allure_results",  # environment.properties, categories, --alluredir checks
                   "chaos.pytest_plugin.shard",           # --chaos-shard K/N and recorded durations (nightly CI)
                   "chaos.pytest_plugin.rundirs",         # a passing test's run dirs removed, a failing one's named

@@ -83,6 +83,18 @@ def test_an_out_that_is_a_file_is_refused(tmp_path, capsys):
     assert not (tmp_path / "runs").exists()
 
 
+@pytest.mark.parametrize("var", ["CHAOS_KEPT_DIRS", "CHAOS_KEPT_MB", "CHAOS_KEPT_DAYS"])
+def test_a_bad_kept_bound_is_refused_before_anything_starts(tmp_path, capsys, monkeypatch, var):
+    """As `run` does: the bound of the runs root is checked before a run dir or a topology is made."""
+    monkeypatch.setenv(var, "lots")
+    code = main(["scorecard", *CAS, "--faults", "kill-consumer", "--out", str(tmp_path / "out"),
+                 "--run-dir", str(tmp_path / "runs")])
+    err = capsys.readouterr().err.strip()
+    assert code == 254, err
+    assert len(err.splitlines()) == 1 and f"{var}='lots': give a" in err and ">= 0" in err, err
+    assert not (tmp_path / "out").exists() and not (tmp_path / "runs").exists()
+
+
 def test_a_config_naming_a_missing_table_is_refused_before_a_worker_starts(tmp_path):
     cfg = small_config(tmp_path, table="no_such_orders")
     done = scorecard("--worker-cmd", "python -m examples.redis_py_ack_first", "--worker-config", str(cfg),

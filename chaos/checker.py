@@ -26,15 +26,13 @@ from typing import Any
 
 from chaos.history import HistoryError, paused_gc
 from chaos.results import (  # noqa: F401 - the records' old home: these names stay importable from here
-    COUNT_NAMES, DUPLICATED, INVALID, LOST, PROJECTION_DRIFT, REORDERED, SCHEMA_VERSION, STOPPED_CONSUMING,
-    UNEXPECTED, UNHELD_EFFECT,
-    UNKNOWN, VALID, VERDICT_PRIORITY, WRONG_FINAL_STATE, Anomaly, CellResult, Counts, FinalState, RunResult,
-    merge_verdicts)
+    COUNT_NAMES, DUPLICATED, INVALID, LOST, MAX_ANOMALIES_PER_KIND, MAX_EXAMPLES, PROJECTION_DRIFT, REORDERED,
+    SCHEMA_VERSION, STOPPED_CONSUMING, UNEXPECTED, UNHELD_EFFECT, UNKNOWN, VALID, VERDICT_PRIORITY,
+    WRONG_FINAL_STATE, Anomaly, AnomalyLog, CellResult, Counts, FinalState, RunResult, merge_verdicts, summarize,
+    violations)
 from chaos.vanished import DETAILS as VANISHED_DETAILS
 from chaos.vanished import Vanished, overlaps
 
-MAX_ANOMALIES_PER_KIND = 10  # per run and per cell; the counts stay exact
-MAX_EXAMPLES = 5
 HANDLED_EFFECTS = frozenset({"applied", "stale"})
 DUPLICATE_EFFECT = "duplicate"
 REDELIVERY_VIAS = frozenset({"claim", "pending"})
@@ -323,25 +321,6 @@ def _ids(items: list[dict]) -> set[str]:
     return {item["event_id"] for item in items if item.get("event_id") is not None}
 
 
-class _Anomalies:
-    """Anomalies of one run: exact counts per kind, at most MAX_ANOMALIES_PER_KIND kept."""
-
-    def __init__(self, run: int) -> None:
-        self.run = run
-        self.kept: list[Anomaly] = []
-        self.per_kind: dict[str, int] = defaultdict(int)
-        self.kept_per_kind: dict[str, int] = defaultdict(int)
-
-    def add(self, kind: str, key: str | None, *, count: int = 1, examples: Iterable[str] = (),
-            versions: list | None = None, detail: str = "") -> None:
-        self.per_kind[kind] += count
-        if self.kept_per_kind[kind] >= MAX_ANOMALIES_PER_KIND:
-            return
-        self.kept_per_kind[kind] += 1
-        self.kept.append(Anomaly(kind, key, self.run, list(versions or []),
-                                 sorted(examples)[:MAX_EXAMPLES], count, detail))
-
-
 def check_run(history: list[dict], final: FinalState, *, run: int = 0,
               unknown_reasons: Iterable[str] = (), seed: int | None = None,
               rig_failures: Iterable[str] = (), explained: Iterable[str] = (),
@@ -380,7 +359,7 @@ def _check_run(history: list[dict], final: FinalState, run: int, reasons: list[s
     _resolve_unknown_applies(scan, final)
     counts = Counts(pending_left=len(final.pending), undelivered=len(final.undelivered),
                     dlq=len(final.dlq), retries=scan.retries, releases_failed=scan.releases_failed)
-    anomalies = _Anomalies(run)
+    anomalies = AnomalyLog(run)
     redis_ids["stopped"] = set()   # filled by _count_events when consumers_live
     published_by_key = _count_events(scan, redis_ids, counts, anomalies, history, consumers_live)
     for key, n in scan.reorders.items():
@@ -405,14 +384,6 @@ def _check_run(history: list[dict], final: FinalState, run: int, reasons: list[s
     return RunResult(run=run, counts=counts, verdict=verdict, anomalies=anomalies.kept,
                      anomaly_counts=dict(anomalies.per_kind), final_state=final_state,
                      unknown_reasons=reasons, seed=seed)
-
-
-def violations(counts: Counts) -> dict[str, int]:
-    """The safety counts above zero that make a run invalid (docs/checker.md, Verdict)."""
-    found = {"lost": counts.lost, "reordered": counts.reordered, "unexpected": counts.unexpected,
-             "settled_wrong_keys": counts.wrong_keys - counts.unsettled_keys,
-             "negative_drift": counts.negative_drift}
-    return {name: n for name, n in found.items() if n > 0}
 
 
 def _absorb_final(events: dict[str, _Event], final: FinalState) -> dict[str, set[str]]:
@@ -510,7 +481,7 @@ def _commit_would_write(ev: _Event, at: float, writes: list) -> bool:
         return False
 
 
-def _count_events(scan: _RunScan, ids: dict[str, set[str]], counts: Counts, anomalies: _Anomalies,
+def _count_events(scan: _RunScan, ids: dict[str, set[str]], counts: Counts, anomalies: AnomalyLog,
                   history: list[dict] = (), consumers_live: bool = False
                   ) -> dict[str, list[tuple[Any, str | None, str]]]:
     """The per-event counts; returns each key's published (version, etype, event_id)."""
@@ -596,7 +567,7 @@ def _check_accounting(known: int, counts: Counts, published_indeterminate: int, 
 
 def _check_final_state(published_by_key: dict[str, list[tuple[Any, str | None, str]]],
                        final_state: dict[str, dict], scan: _RunScan, ids: dict[str, set[str]],
-                       counts: Counts, anomalies: _Anomalies) -> None:
+                       counts: Counts, anomalies: AnomalyLog) -> None:
     """Each key's final status must be the etype of its highest published business version;
     a wrong key whose highest event is still waiting in Redis or in the DLQ is unsettled."""
     waiting = ids["pending"] | ids["undelivered"]
@@ -620,7 +591,7 @@ def _check_final_state(published_by_key: dict[str, list[tuple[Any, str | None, s
 
 
 def _check_projection(projection: dict[str, int], scan: _RunScan, counts: Counts,
-                      anomalies: _Anomalies) -> None:
+                      anomalies: AnomalyLog) -> None:
     """A projection counter should equal the number of its key's events applied at least once.
     A counter below it is an effect the workers claim and PostgreSQL does not hold
     (`negative_drift`, a violation: the self-report is wrong); above it, an effect applied
@@ -646,28 +617,3 @@ def _check_projection(projection: dict[str, int], scan: _RunScan, counts: Counts
             anomalies.add(UNHELD_EFFECT, key, count=-drift,
                           detail=f"the workers claim {expected} events applied, PostgreSQL's projection "
                                  f"holds {value}")
-
-
-def summarize(runs: list[RunResult]) -> CellResult:
-    """One cell from its runs: counts summed, verdict merged, anomalies bounded per kind."""
-    if not runs:
-        raise ValueError("summarize() needs at least one RunResult; did every run fail to start?")
-    total = Counts()
-    anomaly_counts: dict[str, int] = defaultdict(int)
-    kept: list[Anomaly] = []
-    kept_per_kind: dict[str, int] = defaultdict(int)
-    reasons: list[str] = []
-    rig: list[str] = []
-    for result in runs:
-        rig.extend(f"run {result.run}: {failure}" for failure in result.rig_failures)
-        total = total + result.counts
-        for kind, n in result.anomaly_counts.items():
-            anomaly_counts[kind] += n
-        for anomaly in result.anomalies:
-            if kept_per_kind[anomaly.kind] < MAX_ANOMALIES_PER_KIND:
-                kept_per_kind[anomaly.kind] += 1
-                kept.append(anomaly)
-        reasons.extend(f"run {result.run}: {reason}" for reason in result.unknown_reasons)
-    return CellResult(counts=total, verdict=merge_verdicts(r.verdict for r in runs), runs=list(runs),
-                      anomalies=kept, anomaly_counts=dict(anomaly_counts), unknown_reasons=reasons,
-                      rig_failures=rig)

@@ -9,6 +9,7 @@ The meaning of every count is in docs/checker.md.
 """
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
@@ -17,6 +18,8 @@ from typing import Any
 VALID, INVALID, UNKNOWN = "valid", "invalid", "unknown"
 VERDICT_PRIORITY = {VALID: 0, UNKNOWN: 1, INVALID: 2}  # Jepsen's merge-valid: the worst wins
 SCHEMA_VERSION = 1
+MAX_ANOMALIES_PER_KIND = 10  # per run and per cell; the counts stay exact
+MAX_EXAMPLES = 5
 
 # Anomaly kinds (Jepsen-style names). The first four are violations (see
 # chaos.checker.violations()); a wrong-final-state anomaly of an unsettled key is not.
@@ -267,3 +270,56 @@ def merge_verdicts(verdicts: Iterable[str]) -> str:
         if worst is None or VERDICT_PRIORITY[verdict] > VERDICT_PRIORITY[worst]:
             worst = verdict
     return worst or UNKNOWN
+
+
+class AnomalyLog:
+    """The anomalies of one run as the checker finds them: exact counts per kind, at most
+    MAX_ANOMALIES_PER_KIND of each kept."""
+
+    def __init__(self, run: int) -> None:
+        self.run = run
+        self.kept: list[Anomaly] = []
+        self.per_kind: dict[str, int] = defaultdict(int)
+        self.kept_per_kind: dict[str, int] = defaultdict(int)
+
+    def add(self, kind: str, key: str | None, *, count: int = 1, examples: Iterable[str] = (),
+            versions: list | None = None, detail: str = "") -> None:
+        self.per_kind[kind] += count
+        if self.kept_per_kind[kind] >= MAX_ANOMALIES_PER_KIND:
+            return
+        self.kept_per_kind[kind] += 1
+        self.kept.append(Anomaly(kind, key, self.run, list(versions or []),
+                                 sorted(examples)[:MAX_EXAMPLES], count, detail))
+
+
+def violations(counts: Counts) -> dict[str, int]:
+    """The safety counts above zero that make a run invalid (docs/checker.md, Verdict)."""
+    found = {"lost": counts.lost, "reordered": counts.reordered, "unexpected": counts.unexpected,
+             "settled_wrong_keys": counts.wrong_keys - counts.unsettled_keys,
+             "negative_drift": counts.negative_drift}
+    return {name: n for name, n in found.items() if n > 0}
+
+
+def summarize(runs: list[RunResult]) -> CellResult:
+    """One cell from its runs: counts summed, verdict merged, anomalies bounded per kind."""
+    if not runs:
+        raise ValueError("summarize() needs at least one RunResult; did every run fail to start?")
+    total = Counts()
+    anomaly_counts: dict[str, int] = defaultdict(int)
+    kept: list[Anomaly] = []
+    kept_per_kind: dict[str, int] = defaultdict(int)
+    reasons: list[str] = []
+    rig: list[str] = []
+    for result in runs:
+        rig.extend(f"run {result.run}: {failure}" for failure in result.rig_failures)
+        total = total + result.counts
+        for kind, n in result.anomaly_counts.items():
+            anomaly_counts[kind] += n
+        for anomaly in result.anomalies:
+            if kept_per_kind[anomaly.kind] < MAX_ANOMALIES_PER_KIND:
+                kept_per_kind[anomaly.kind] += 1
+                kept.append(anomaly)
+        reasons.extend(f"run {result.run}: {reason}" for reason in result.unknown_reasons)
+    return CellResult(counts=total, verdict=merge_verdicts(r.verdict for r in runs), runs=list(runs),
+                      anomalies=kept, anomaly_counts=dict(anomaly_counts), unknown_reasons=reasons,
+                      rig_failures=rig)

@@ -18,11 +18,12 @@ BACKEND_ENV, TOPOLOGY_ENV, SERVER_ENV = "CHAOS_BACKEND", "CHAOS_TOPOLOGY", "CHAO
 
 
 def reproduce_command(preset: str, faults: Iterable[str], parts: Mapping[str, str], runs: int, seed: int,
-                      time_scale: float, backend: str | None = None) -> str:
+                      time_scale: float, backend: str | None = None, *, topology: str | None = None,
+                      server: str | None = None) -> str:
     """`python -m chaos run --preset P --fault F ... --runs N --seed S --time-scale T --backend B
-    --topology X [--server V]`, shell-quoted."""
+    --topology X [--server V]`, shell-quoted (topology and server: given, else the environment's)."""
     replaced = [a for slot, spec in parts.items() for a in ("--part", f"{slot}={spec}")]
-    return _command(["--preset", preset], faults, runs, seed, time_scale, backend, replaced)
+    return _command(["--preset", preset], faults, runs, seed, time_scale, backend, replaced, topology, server)
 
 
 def blackbox_command(worker_cmd: str, worker_config: str, faults: Iterable[str], runs: int, seed: int,
@@ -33,7 +34,8 @@ def blackbox_command(worker_cmd: str, worker_config: str, faults: Iterable[str],
 
 
 def _command(what: list[str], faults: Iterable[str], runs: int, seed: int, time_scale: float,
-             backend: str | None, parts: list[str] = ()) -> str:
+             backend: str | None, parts: list[str] = (), topology: str | None = None,
+             server: str | None = None) -> str:
     argv = ["python", "-m", "chaos", "run", *what]
     for fault in faults:
         if fault and fault != "none":
@@ -41,7 +43,8 @@ def _command(what: list[str], faults: Iterable[str], runs: int, seed: int, time_
     argv += parts
     argv += ["--runs", str(runs), "--seed", str(seed), "--time-scale", f"{time_scale:g}"]
     argv += ["--backend", backend or os.environ.get(BACKEND_ENV) or "native"]
-    argv += ["--topology", os.environ.get(TOPOLOGY_ENV) or "replica"]
-    if os.environ.get(SERVER_ENV):      # set by --server: the replay runs the same server
-        argv += ["--server", os.environ[SERVER_ENV]]
+    argv += ["--topology", topology or os.environ.get(TOPOLOGY_ENV) or "replica"]
+    server = server or os.environ.get(SERVER_ENV)
+    if server:      # set by --server: the replay runs the same server
+        argv += ["--server", server]
     return " ".join(shlex.quote(a) for a in argv)

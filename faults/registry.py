@@ -7,6 +7,7 @@ import importlib
 
 from chaos import extensions
 from chaos.errors import BadArguments
+from chaos.cellspec import Spec
 from chaos.params import parse_spec
 from faults.interface import Fault
 
@@ -48,6 +49,14 @@ def get_fault(spec: str) -> Fault:
     """``"promote-replica:hold_ms=300"`` -> a validated fault instance (BadArguments if not)."""
     name, params = parse_spec(spec, "fault spec")
     return fault_class(name)(**params)
+
+
+def make_fault(spec: Spec | Fault) -> Fault:
+    """The one factory: a new fault instance from a parsed spec (chaos.cellspec.Spec), or a fresh
+    copy of a given instance (a class registered nowhere, built by a test)."""
+    if isinstance(spec, Fault):
+        return type(spec)(**spec.given)
+    return fault_class(spec.name)(**spec.values)
 
 
 def fault_names() -> list[str]:

@@ -16,9 +16,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from chaos.cellspec import CellSpec
 from chaos.cli import blackbox_cmd, failures, options
 from chaos.errors import EXIT_MISMATCH, EXIT_OK, EXIT_UNKNOWN, BadArguments
-from chaos.replay import reproduce_command
 
 
 def _parts(items: list[str]) -> dict[str, str]:
@@ -55,39 +55,51 @@ class Progress:
         print(line, end=end, file=sys.stderr, flush=True)
 
 
-def _check_inputs(preset: str, faults: list[str], parts: dict[str, str], backend: str | None = None) -> Any:
+def cell_spec(preset: str, faults: list[str], parts: dict[str, str], runs: int, seed: int, time_scale: float,
+              backend: str | None) -> CellSpec:
+    """The edge: the command line's specs parsed once, with the topology and server it runs on."""
+    return CellSpec.parse(preset, faults, parts, runs=runs, seed=seed, time_scale=time_scale, backend=backend,
+                          topology=os.environ.get("CHAOS_TOPOLOGY") or None,
+                          server=os.environ.get("CHAOS_SERVER") or None)
+
+
+def _check_inputs(spec: CellSpec) -> Any:
     """The strategy, once every fault fits it (BadArguments naming the fix, before a server starts)."""
     from chaos.cluster import DEFAULT_BACKEND
     from chaos.strategies.presets import resolve
     from faults.interface import Plan
-    from faults.registry import get_fault
-    strategy = resolve(preset, parts=parts)
-    plan = Plan(strategy=strategy, backend=backend or os.environ.get("CHAOS_BACKEND") or DEFAULT_BACKEND)
-    for spec in faults:
-        get_fault(spec).check(plan)
+    from faults.registry import make_fault
+    strategy = resolve(spec.preset, parts=spec.part_texts)
+    plan = Plan(strategy=strategy, backend=spec.backend or os.environ.get("CHAOS_BACKEND") or DEFAULT_BACKEND)
+    for fault in spec.faults:
+        make_fault(fault).check(plan)
     return strategy
 
 
-def _spared(faults: list[str]) -> set[str]:
+def _spared(spec: CellSpec) -> set[str]:
     """The rig components the configured faults may take down (Fault.takes_down)."""
-    from faults.registry import get_fault
-    return set().union(*(get_fault(spec).takes_down for spec in faults))
+    from faults.registry import make_fault
+    return set().union(*(make_fault(fault).takes_down for fault in spec.faults))
 
 
-def _expectation(strategy: Any, faults: list[str], parts: dict[str, str]) -> Any:
-    from chaos.expectations import expect
-    return expect(strategy.label(), [f for f in faults] or None, params=parts or None)
+def _replay(spec: CellSpec) -> str:
+    return spec.replay()
 
 
-def run_one_cell(cluster: Any, preset: str, faults: list[str], parts: dict[str, str], runs: int, seed: int,
-                 time_scale: float, trace: bool, backend: str | None, runs_root: Path,
+def _expectation(spec: CellSpec) -> Any:
+    from chaos.expectations import expect_cell
+    return expect_cell(spec)
+
+
+def run_one_cell(cluster: Any, spec: CellSpec, trace: bool, runs_root: Path,
                  named: list[Path] | None = None) -> tuple[dict, int]:
     """Run a cell and build its JSON object and exit code; keeps the run dirs of a failed cell
     (added to `named`, the dirs this command has named), then bounds the runs root."""
-    from chaos.orchestrator import run_cell
-    strategy = _check_inputs(preset, faults, parts)
-    expected = _expectation(strategy, faults, parts)
-    label = strategy.label()
+    from chaos.orchestrator import run_spec
+    strategy = _check_inputs(spec)
+    expected = _expectation(spec)
+    label = spec.preset_text
+    runs, seed, time_scale = spec.runs, spec.seed, spec.time_scale
     named = [] if named is None else named
     root = options.new_run_dir(runs_root, label.replace(':', '_').replace(',', '_').replace('/', '_'))
     finished: list[Any] = []     # runs done so far: what --json prints if the framework crashes
@@ -111,18 +123,17 @@ def run_one_cell(cluster: Any, preset: str, faults: list[str], parts: dict[str, 
         if cell is None:
             return None
         try:
-            again = reproduce_command(label, faults, parts, runs, seed, time_scale, backend)
+            again = _replay(spec)
         except Exception:  # noqa: BLE001 - the object is printed without it
             again = None
-        return cell.to_json(preset=label, fault="+".join(faults) or "none", runs=runs, seed=seed,
+        return cell.to_json(preset=label, fault=spec.fault_text, runs=runs, seed=seed,
                             time_scale=time_scale, run_dir=str(root), reproduce=again)
 
     failures.crash_site.run_dir, failures.crash_site.cell_json = root, partial
     failures.crash_site.runs_done = 0
     try:
-        with failures.watching(cluster, _spared(faults)):
-            cell = run_cell(cluster, strategy, faults, runs=runs, seed=seed, time_scale=time_scale, run_root=root,
-                            keep_runs="always", progress=progress,
+        with failures.watching(cluster, _spared(spec)):
+            cell = run_spec(cluster, spec, strategy=strategy, run_root=root, keep_runs="always", progress=progress,
                             trace=(lambda line: print(line, file=sys.stderr)) if trace else None,
                             raise_fault_errors=False)
     finally:
@@ -131,14 +142,14 @@ def run_one_cell(cluster: Any, preset: str, faults: list[str], parts: dict[str, 
     mismatches = expected.mismatches(cell) if expected is not None else []
     matches = not mismatches
     unknown = cell.verdict == "unknown"
-    reproduce = reproduce_command(label, faults, parts, runs, seed, time_scale, backend)
+    reproduce = _replay(spec)
     keep = unknown or not matches
     if keep:
         named.append(root)
     else:
         shutil.rmtree(root, ignore_errors=True)
     options.bound_runs_root(runs_root, spare=named)
-    out = cell.to_json(preset=label, fault="+".join(faults) or "none", runs=runs, seed=seed,
+    out = cell.to_json(preset=label, fault=spec.fault_text, runs=runs, seed=seed,
                        time_scale=time_scale, expected=expected, mismatches=mismatches,
                        matches_expectation=matches, wall_s=round(cell.wall_s, 3),
                        run_dir=str(root) if keep else None, reproduce=reproduce)
@@ -146,19 +157,23 @@ def run_one_cell(cluster: Any, preset: str, faults: list[str], parts: dict[str, 
     out["notes"] = list(getattr(cell, "notes", None) or [])
     failures.crash_site.cell_json = lambda _broken: out   # a crash from here on still prints the whole object
     if keep:
-        print(f"[{label}] {'unknown verdict' if unknown else 'MISMATCH'}: run dirs kept in {root} "
-              f"({runs_root} keeps {options.retention_help()})", file=sys.stderr)
-        for text in mismatches:
-            print(f"  {text}", file=sys.stderr)
-        for reason in cell.unknown_reasons[:5]:   # a rig failure's log tail indented under its first line
-            print("  " + reason.replace("\n", "\n      "), file=sys.stderr)
-        print(f"  reproduce: {reproduce}", file=sys.stderr)
-        bad = [r for r in cell.runs if r.verdict != "valid"]
-        for result in bad[:3]:
-            print(f"  run {result.run} alone: "
-                  f"{reproduce_command(label, faults, parts, 1, result.seed, time_scale, backend)}", file=sys.stderr)
+        _say_kept(spec, cell, root, runs_root, mismatches, unknown, reproduce)
     code = EXIT_UNKNOWN if unknown else (EXIT_OK if matches else EXIT_MISMATCH)
     return out, code
+
+
+def _say_kept(spec: CellSpec, cell: Any, root: Path, runs_root: Path, mismatches: list[str], unknown: bool,
+              reproduce: str) -> None:
+    print(f"[{spec.preset_text}] {'unknown verdict' if unknown else 'MISMATCH'}: run dirs kept in {root} "
+          f"({runs_root} keeps {options.retention_help()})", file=sys.stderr)
+    for text in mismatches:
+        print(f"  {text}", file=sys.stderr)
+    for reason in cell.unknown_reasons[:5]:   # a rig failure's log tail indented under its first line
+        print("  " + reason.replace("\n", "\n      "), file=sys.stderr)
+    print(f"  reproduce: {reproduce}", file=sys.stderr)
+    bad = [r for r in cell.runs if r.verdict != "valid"]
+    for run in bad[:3]:
+        print(f"  run {run.run} alone: {spec.replay(runs=1, seed=run.seed)}", file=sys.stderr)
 
 
 def _start_cluster(backend: str | None) -> Any:
@@ -194,14 +209,13 @@ def cmd_run(args: argparse.Namespace) -> int:
         return blackbox_cmd.run_from_args(args)
     if not args.preset:
         raise BadArguments('give --preset NAME (see `python -m chaos list`) or --worker-cmd "..." --worker-config FILE')
-    parts = _parts(args.part)
-    _check_inputs(args.preset, args.fault or [], parts, args.backend)
+    spec = cell_spec(args.preset, args.fault or [], _parts(args.part), runs, args.seed, scale, args.backend)
+    _check_inputs(spec)
     root = _runs_root(args)
     failures.crash_site.partial_json = lambda broken: (failures.crash_site.cell_json
                                                        and failures.crash_site.cell_json(broken))
     with _start_cluster(args.backend) as cluster:
-        out, code = run_one_cell(cluster, args.preset, args.fault or [], parts, runs, args.seed, scale,
-                                 args.trace, args.backend, root)
+        out, code = run_one_cell(cluster, spec, args.trace, root)
     if args.json:
         print(json.dumps(out, default=str))
     else:
@@ -243,8 +257,10 @@ def cmd_matrix(args: argparse.Namespace) -> int:
               "and on the page)", file=sys.stderr)
     runs = None if args.runs is None else _positive(str(args.runs), "--runs", int)
     scale = _positive(str(args.time_scale), "--time-scale")
-    for cell in planned:
-        _check_inputs(cell.preset, list(cell.faults), dict(cell.parts), args.backend)
+    specs = [cell_spec(cell.preset, list(cell.faults), dict(cell.parts), runs or cell.runs, args.seed, scale,
+                       args.backend) for cell in planned]
+    for spec in specs:
+        _check_inputs(spec)
     if args.out:
         _writable(Path(args.out).parent, f"--out {args.out}", "give a path in a writable dir")
     root = _runs_root(args)
@@ -257,10 +273,9 @@ def cmd_matrix(args: argparse.Namespace) -> int:
 
     failures.crash_site.partial_json = partial
     with _start_cluster(args.backend) as cluster:
-        for cell in planned:
+        for cell, spec in zip(planned, specs, strict=True):
             failures.crash_site.cell_json = None
-            out, code = run_one_cell(cluster, cell.preset, list(cell.faults), dict(cell.parts), runs or cell.runs,
-                                     args.seed, scale, False, args.backend, root, named)
+            out, code = run_one_cell(cluster, spec, False, root, named)
             row = matrix_cell(out, area=cell.area, expected=cell.expected, parts=cell.parts)
             cells.append(row)
             worst = max(worst, code)

@@ -12,6 +12,7 @@ from dataclasses import replace
 from functools import lru_cache
 from typing import Any
 
+from chaos.cellspec import CellSpec
 from chaos.expectations.table import (
     NO_FAULT,
     RUNS,
@@ -39,7 +40,7 @@ AREA_MODULES = ("ordering", "delivery", "producer", "redelivery", "failover", "o
 __all__ = [
     "AREA_MODULES", "NO_FAULT", "RUNS", "Expectation", "ExpectationError", "ExpectationTable",
     "Mismatch", "Row", "UnknownVerdict", "assert_cell", "between", "each_run", "eq", "expect", "ge", "gt",
-    "le", "load_rows", "lt", "row", "satisfies", "table",
+    "expect_cell", "le", "load_rows", "lt", "row", "satisfies", "table",
 ]
 
 
@@ -68,6 +69,12 @@ def load_rows(areas: Iterable[str] = AREA_MODULES) -> list[Row]:
 def table() -> ExpectationTable:
     """The whole table, built once per process."""
     return ExpectationTable(load_rows())
+
+
+def expect_cell(spec: CellSpec) -> Expectation | None:
+    """The expectation of a parsed cell (its key's exact parameters), or None."""
+    found = table().row_for(spec.key)
+    return found.expectation if found else None
 
 
 def expect(preset: str, fault: str | Iterable[str] | None = NO_FAULT,

@@ -397,6 +397,11 @@ class ExpectationTable:
         found = self._rows.get((name, fault_name, _normal_params(spec_params)))
         return found.expectation if found else None
 
+    def row_for(self, key: tuple[str, str, Mapping[str, Any]]) -> Row | None:
+        """The row of a parsed cell key (chaos.cellspec.CellSpec.key), else None."""
+        preset, fault, params = key
+        return self._rows.get((preset, fault, _normal_params(params)))
+
 
 def assert_cell(cell: CellResult, expectation: Expectation | None, *, preset: str = "?",
                 fault: str = "?") -> None:

@@ -24,7 +24,7 @@ workers.py the worker processes; rigwatch.py the one rig watcher; primary.py the
 orchestrator's Redis client that follows the primary; faultcontext.py the FaultContext;
 notes.py the faults' phases and notes from the history.
 """
-from chaos.orchestrator.cell import fault_label, run_cell
+from chaos.orchestrator.cell import cell_spec, fault_label, run_cell, run_spec
 from chaos.orchestrator.faultcontext import RunContext
 from chaos.orchestrator.notes import fault_phases, late_fault_notes
 from chaos.orchestrator.phases import plan_workload
@@ -34,4 +34,5 @@ from chaos.orchestrator.workers import WorkerHandle
 from chaos.results import Phase, RunMetrics
 
 __all__ = ["RIG_ERRORS", "Phase", "PrimaryRedis", "RigWatch", "RunContext", "RunMetrics", "WorkerHandle",
-           "disk_full", "fault_label", "fault_phases", "late_fault_notes", "plan_workload", "run_cell"]
+           "disk_full", "fault_label", "fault_phases", "late_fault_notes", "plan_workload", "run_cell",
+           "run_spec", "cell_spec"]

@@ -7,11 +7,12 @@ import os
 import random
 import shutil
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from chaos.cellspec import CellSpec, Spec
 from chaos.checker import summarize
 from chaos.cluster.rundirs import runs_dir
 from chaos.errors import BadArguments
@@ -40,50 +41,70 @@ def _validate(time_scale: float, runs: int, failpoints: dict[str, dict], bounds:
             raise BadArguments(f"failpoints for {target}: {exc}") from None
 
 
-def _fault_specs(faults: Sequence[Any]) -> list[Any]:
-    from faults.registry import get_fault
-    specs = []
-    for fault in faults:
-        if isinstance(fault, str):
-            get_fault(fault)  # BadArguments now, before anything starts
-        specs.append(fault)
-    return specs
-
-
 def fault_label(faults: Sequence[Any]) -> str:
     names = [f if isinstance(f, str) else f.spec for f in faults]
     return "+".join(names) if names else "none"
 
 
-def run_cell(cluster: Any, preset: str | Strategy, faults: Sequence[Any] = (), runs: int = 1, seed: int = 0,
-             time_scale: float = 1.0, *, parts: dict[str, str] | None = None,
-             failpoints: dict[str, dict] | None = None, run_root: Path | None = None,
-             keep_runs: str = "failed", trace: Callable[[str], None] | None = None,
+def cell_spec(preset: str | Strategy | CellSpec, faults: Sequence[Any] = (), runs: int = 1, seed: int = 0,
+              time_scale: float = 1.0, parts: Mapping[str, str] | None = None) -> CellSpec:
+    """`run_cell`'s arguments as a CellSpec (the Python API's edge: spec strings parsed here, once)."""
+    if isinstance(preset, CellSpec):
+        return preset.but(runs=runs, seed=seed, time_scale=time_scale)
+    fault_specs = tuple(Spec.parse(f, "fault spec") if isinstance(f, str) else Spec.of(f.name, f.given)
+                        for f in faults if f)
+    if isinstance(preset, Strategy):
+        head, replaced = Spec.of(preset.preset, preset.overrides), preset.replaced
+    else:
+        head, replaced = Spec.parse(preset, "preset"), parts or {}
+    part_specs = tuple((slot, Spec.parse(text, f"part {slot}")) for slot, text in replaced.items())
+    return CellSpec(head, fault_specs, part_specs, time_scale=time_scale, seed=seed, runs=runs)
+
+
+def run_cell(cluster: Any, preset: str | Strategy | CellSpec, faults: Sequence[Any] = (), runs: int = 1,
+             seed: int = 0, time_scale: float = 1.0, *, parts: dict[str, str] | None = None, **how: Any) -> CellResult:
+    """Run `preset` under `faults` `runs` times (run i uses seed + i) and summarize: `run_spec`
+    on the CellSpec these arguments make. Fault instances given here are copied for each run
+    (so a fault class registered nowhere runs too)."""
+    spec = cell_spec(preset, faults, runs, seed, time_scale, parts)
+    objects = [f for f in faults if not isinstance(f, str)]
+    return run_spec(cluster, spec, strategy=preset if isinstance(preset, Strategy) else None,
+                    fault_objects=objects if objects else None, **how)
+
+
+def run_spec(cluster: Any, spec: CellSpec, *, strategy: Strategy | None = None,
+             fault_objects: Sequence[Any] | None = None, failpoints: dict[str, dict] | None = None,
+             run_root: Path | None = None, keep_runs: str = "failed", trace: Callable[[str], None] | None = None,
              progress: Callable[[int, int, RunResult], None] | None = None,
              raise_fault_errors: bool = True, workload_bound_s: float | None = None,
              stall_s: float | None = None) -> CellResult:
-    """Run `preset` under `faults` `runs` times (run i uses seed + i) and summarize.
+    """Run the cell `spec` says `spec.runs` times (run i uses spec.seed + i) and summarize.
 
-    `parts` replaces whole parts (`{"workload": "many-orders:keys=40"}`); `failpoints`
-    adds `{role-or-process: {failpoint: {...}}}` to what the faults arm. `keep_runs`:
+    `failpoints` adds `{role-or-process: {failpoint: {...}}}` to what the faults arm. `keep_runs`:
     `always`, `never`, or `failed` (keep the dirs of runs that are not valid).
     `workload_bound_s` replaces the workload's first bound (by default from its size) and
     `stall_s` how long without a useful op past it counts as stalled (verdict unknown).
+    `strategy`: the spec's preset already resolved by the edge; `fault_objects`: instances
+    the faults are copied from (else made from `spec.faults` by faults.registry.make_fault).
     Besides the checker's fields, the result carries `run_root`, `run_dirs`, `metrics`
     (RunMetrics per run), `wall_s`, `fault_errors`, `label`, `phases` (Phase of every run)
     and `notes` (e.g. a fault that fired after the workload ended).
     """
+    from faults.registry import make_fault
+    runs, seed, time_scale = spec.runs, spec.seed, spec.time_scale
     failpoints = dict(failpoints or {})
     _validate(time_scale, runs, failpoints, {"workload_bound_s": workload_bound_s, "stall_s": stall_s})
-    strategy = preset if isinstance(preset, Strategy) else resolve(preset, parts=parts)
-    specs = _fault_specs(list(faults))
+    strategy = strategy or resolve(spec.preset, parts=spec.part_texts)
+    sources = list(fault_objects) if fault_objects is not None else list(spec.faults)
+    for source in sources:
+        make_fault(source)  # BadArguments now, before anything starts
     root = Path(run_root) if run_root else runs_dir(cluster) / (
         f"{strategy.preset}-{time.strftime('%H%M%S')}-{os.getpid()}-{random.randrange(10**6)}")
     root.mkdir(parents=True, exist_ok=True)
-    cell = CellContext(cluster, strategy, specs, time_scale, failpoints, root, trace, workload_bound_s, stall_s)
+    cell = CellContext(cluster, strategy, sources, time_scale, failpoints, root, trace, workload_bound_s, stall_s)
     # the first run's workload: the faults' check needs its producer roles (then the run uses it)
-    first = plan_workload(strategy, seed) if specs else None
-    _check_faults(cell, specs, first[1] if first else [])
+    first = plan_workload(strategy, seed) if sources else None
+    _check_faults(cell, sources, first[1] if first else [])
     started = time.monotonic()
     results, metrics, fault_errors = [], [], []
     phases: list[Phase] = []

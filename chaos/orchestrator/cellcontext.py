@@ -69,5 +69,6 @@ class CellContext:
         return roles
 
     def new_faults(self) -> list[Any]:
-        from faults.registry import get_fault
-        return [get_fault(s) if isinstance(s, str) else type(s)(**s.given) for s in self.fault_specs]
+        """This run's fault instances, made by the one factory from the parsed specs."""
+        from faults.registry import make_fault
+        return [make_fault(s) for s in self.fault_specs]

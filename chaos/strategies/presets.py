@@ -14,6 +14,7 @@ from typing import Any
 
 from chaos import extensions
 
+from chaos.cellspec import Spec
 from chaos.errors import BadArguments
 from chaos.params import parse_spec
 from chaos.strategies.ack import AckPolicy
@@ -170,12 +171,13 @@ def _declared(slot: str, spec: str) -> set[str]:
     return set(cls.declared) if cls else set()
 
 
-def resolve(spec: str, parts: dict[str, str] | None = None) -> Strategy:
-    """`s2:shards=8` -> a Strategy; unknown presets or parameters raise BadArguments listing the valid ones.
+def resolve(spec: str | Spec, parts: Mapping[str, str] | None = None) -> Strategy:
+    """`s2:shards=8` (or its parsed chaos.cellspec.Spec) -> a Strategy; unknown presets or
+    parameters raise BadArguments listing the valid ones.
 
     `parts` replaces whole parts before the overrides apply: `{"workload": "many-orders:keys=40"}`.
     """
-    name, given = parse_spec(spec, "preset")
+    name, given = (spec.name, spec.values) if isinstance(spec, Spec) else parse_spec(spec, "preset")
     preset = get_preset(name)
     for slot, part_spec in (parts or {}).items():
         if slot not in SLOTS:

@@ -240,7 +240,7 @@ def test_a_crash_before_anything_starts_is_one_line_and_a_traceback_file(tmp_pat
 @pytest.mark.slow
 def test_a_crash_after_the_cell_still_prints_its_json(tmp_path):
     out = chaos_cli(["run", *SMALL, "--time-scale", "0.2", "--json"], tmp_path,
-                    argv0=crashing_cli("run_cmd", "reproduce_command"))
+                    argv0=crashing_cli("run_cmd", "_replay"))
     path = assert_crash_line(out)
     data = json.loads(out.stdout)
     assert data["published"] == 4 and data["per_run"], data

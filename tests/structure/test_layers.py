@@ -75,7 +75,7 @@ def _within(module: str, package: str) -> bool:
 # layer and those below it, never one above. A new part gets its row here and there.
 LAYERS: dict[str, tuple[str, ...]] = {
     "bottom": ("chaos.errors", "chaos.params", "chaos.events", "chaos.results", "chaos.history", "chaos.trace",
-               "chaos.replay", "chaos.encoders", "chaos.vanished", "chaos.extensions"),
+               "chaos.replay", "chaos.cellspec", "chaos.encoders", "chaos.vanished", "chaos.extensions"),
     "servers": ("chaos.proxy", "chaos.cluster"),
     "worker side": ("chaos.strategies", "chaos.workload"),
     "faults": ("faults",),

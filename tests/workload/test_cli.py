@@ -64,7 +64,7 @@ def test_a_mismatch_exits_1_keeps_its_run_dir_and_prints_reproduce(cluster, tmp_
     from chaos.cli import run_cmd
     from chaos.expectations import RUNS, Expectation
     monkeypatch.setattr(run_cmd, "_expectation", lambda *a: Expectation.of(wrong_final_state_runs=RUNS))
-    out, code = run_cmd.run_one_cell(cluster, "s1", [], {}, 1, 5, 0.2, False, None, tmp_path)
+    out, code = run_cmd.run_one_cell(cluster, run_cmd.cell_spec("s1", [], {}, 1, 5, 0.2, None), False, tmp_path)
     err = capsys.readouterr().err
     assert code == 1 and out["matches_expectation"] is False and out["mismatches"]
     assert out["run_dir"] and Path(out["run_dir"]).is_dir()

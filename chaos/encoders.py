@@ -39,6 +39,7 @@ class EncoderSpec:
     format: str = "plain"
     fields: dict[str, str] = field(default_factory=lambda: {a: a for a in EVENT_ATTRIBUTES})
     task_name: str | None = None
+    poison: dict[str, Any] = field(default_factory=dict)   # field -> value in a poison event's payload
 
 
 def event_value(event: Any, attribute: str) -> Any:
@@ -47,8 +48,16 @@ def event_value(event: Any, attribute: str) -> Any:
 
 
 def payload(spec: EncoderSpec, event: Any) -> dict[str, Any]:
-    """The user's field names -> the event's values (version stays an int)."""
-    return {name: event_value(event, attr) for name, attr in spec.fields.items()}
+    """The user's field names -> the event's values (version stays an int); a poison event
+    (its ``poison`` attribute set) carries the spec's poison values instead."""
+    out = {name: event_value(event, attr) for name, attr in spec.fields.items()}
+    if spec.poison and _is_poison(event):
+        out.update(spec.poison)
+    return out
+
+
+def _is_poison(event: Any) -> bool:
+    return bool(event.get("poison") if isinstance(event, dict) else getattr(event, "poison", False))
 
 
 def derived_id(event: Any, purpose: str) -> str:

@@ -33,6 +33,10 @@ skips_stale = true        # false: every event must leave a write (no CAS), so a
 table = "emails"
 event_id = "event_id"     # or key = "order_id" and version = "version"
 
+[poison]                  # optional: a payload the consumer must survive (fault poison:source=config)
+fields = { version = "not-a-number" }   # encoder fields replaced in the poison events
+count = 1                 # poison events, published in the middle of the workload on keys of their own
+
 [expect]                  # optional: what the team promises (exit 1 from `run` if broken)
 lost = 0
 duplicated_side_effects = 0
@@ -112,6 +116,15 @@ class WorkloadSpec:
 
 
 @dataclass(frozen=True)
+class PoisonSpec:
+    """A payload the consumer must survive: encoder fields replaced in ``count`` extra events
+    (keys of their own, past the workload's), published by the fault ``poison:source=config``."""
+
+    fields: dict[str, Any]
+    count: int = 1
+
+
+@dataclass(frozen=True)
 class WorkerConfig:
     """The whole config file, checked."""
 
@@ -122,6 +135,7 @@ class WorkerConfig:
     side_effects: SideEffectSpec | None
     workload: WorkloadSpec
     expect: dict[str, Any] = field(default_factory=dict)  # count -> bound, see chaos/blackbox/expect.py
+    poison: PoisonSpec | None = None
 
     def tables(self) -> dict[str, list[str]]:
         """Every user table the framework will touch -> the columns it reads."""
@@ -160,6 +174,7 @@ _SECTIONS = {
     "side_effects": {"table", "event_id", "key", "version"},
     "workload": {"keys", "etypes", "first_key", "gap_ms"},
     "expect": None,  # any count name; checked by chaos.blackbox.expect
+    "poison": {"fields", "count"},
 }
 
 
@@ -204,6 +219,7 @@ def parse_config(raw: dict[str, Any], path: Path | None = None) -> WorkerConfig:
         side_effects=_side_effects(raw["side_effects"], where) if "side_effects" in raw else None,
         workload=_workload(raw.get("workload", {}), where),
         expect=_expect(raw.get("expect", {}), where),
+        poison=_poison(raw["poison"], where, raw.get("encoder", {})) if "poison" in raw else None,
     )
 
 
@@ -309,3 +325,17 @@ def _workload(body: dict, where: str) -> WorkloadSpec:
 
 def _expect(body: dict, where: str) -> dict[str, Any]:
     return {name: parse_bound(name, value, where) for name, value in body.items()}
+
+
+def _poison(body: dict, where: str, encoder: dict) -> PoisonSpec:
+    fields = _get(body, "fields", dict, where, "poison", required=True)
+    names = set(encoder.get("fields") or EVENT_ATTRIBUTES)
+    unknown = sorted(set(fields) - names)
+    if not fields or unknown:
+        raise ConfigError(f"{where}[poison] fields = {fields!r}: name the encoder's fields whose values make an "
+                          f"event poison, e.g. fields = {{ version = \"not-a-number\" }} (the fields are: "
+                          f"{', '.join(sorted(names))})")
+    count = _get(body, "count", int, where, "poison", 1)
+    if count < 1:
+        raise ConfigError(f"{where}[poison] count = {count} must be >= 1")
+    return PoisonSpec(fields=dict(fields), count=count)

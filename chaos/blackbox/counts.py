@@ -5,6 +5,9 @@ fills them in, so neither needs the other.
 """
 from __future__ import annotations
 
+import bisect
+import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 
@@ -19,6 +22,10 @@ class BlackBoxCounts:
     duplicated_side_effects: int = 0
     missing_side_effects: int = 0
     stopped_consuming: int = 0      # published events a live consumer never consumed (liveness)
+    poison_published: int = 0       # poison entries published (fault poison:source=config)
+    poison_pending: int = 0         # ... still pending at the end (retried or held forever)
+    poison_undelivered: int = 0     # ... never read
+    poison_dlq: int = 0             # dead-letter entries naming a poison event or no workload event
 
     def __add__(self, other: BlackBoxCounts) -> BlackBoxCounts:
         return BlackBoxCounts(**{k: getattr(self, k) + getattr(other, k) for k in self.__dataclass_fields__})
@@ -43,6 +50,9 @@ class Liveness:
     live_workers: list[str] = field(default_factory=list)   # alive when the drain ended
     rig_clear: bool = True          # every fault acted and healed, the producer finished
     stalled_after_heal_s: float | None = None   # None: no fault healed (or none ran)
+    healed_at: float | None = None   # when the last fault healed (monotonic; None: no fault)
+    ended_at: float = 0.0            # when the drain ended (monotonic)
+    progress_at: float | None = None   # the drain's last new low of what waits in Redis
 
     @property
     def consumers_live(self) -> bool:
@@ -53,13 +63,29 @@ class Liveness:
                 "stalled_after_heal_s": self.stalled_after_heal_s}
 
 
-def stalled_after_heal(healed_at: float | None, progress_at: float | None, ended_at: float,
-                       outstanding: int) -> float | None:
-    """Seconds the consumer made no progress after the last heal, up to the drain's end
-    (monotonic times): None without a heal, 0 when it left nothing outstanding."""
+def stalled_after_heal(healed_at: float | None, ended_at: float, progress: Iterable[float],
+                       work: Iterable[tuple[float, float]]) -> float | None:
+    """The longest window after the last heal, up to the drain's end (monotonic times), in
+    which work was outstanding and the consumer made no progress: None without a heal.
+
+    ``progress``: when the consumer made progress (an effect committed, a new low of what
+    waits in Redis). ``work``: (published, done) per event, from its publish to its effect
+    (or a newer version's), ``inf`` for one still waiting in Redis at the end. A stall that
+    later recovered counts too: the window ends at the progress that ended it."""
     if healed_at is None:
         return None
-    if not outstanding:
-        return 0.0
-    since = healed_at if progress_at is None else max(healed_at, progress_at)
-    return round(max(0.0, ended_at - since), 3)
+    marks = sorted(t for t in progress if healed_at < t < ended_at)
+    ends = [*marks, ended_at]
+    items = sorted(work, key=lambda w: w[1])
+    dones = [done for _, done in items]
+    earliest = [math.inf] * (len(items) + 1)      # earliest publish among items[i:]
+    for i in range(len(items) - 1, -1, -1):
+        earliest[i] = min(items[i][0], earliest[i + 1])
+    longest, start = 0.0, healed_at
+    for end in ends:
+        # outstanding until `end`: published before it, done at or after it
+        published = earliest[bisect.bisect_left(dones, end)]
+        if published < end:
+            longest = max(longest, end - max(start, published))
+        start = end
+    return round(longest, 3)

@@ -24,3 +24,12 @@ def intended_events(spec: WorkloadSpec, rng: random.Random) -> list[Event]:
         else:
             next_version[key] = version + 1
     return out
+
+
+def poison_events(spec: WorkloadSpec, count: int, events: list[Event]) -> list[Event]:
+    """``count`` poison events (the config's [poison] payload, fault ``poison:source=config``)
+    on keys of their own past the workload's, published in its middle: the events after them
+    show whether the consumer went on. They are no part of the checker's workload."""
+    middle = events[len(events) // 2].at_ms if events else 0.0
+    return [Event(f"poison-{n + 1}", str(spec.first_key + spec.keys + n), spec.etypes[0], 1, at_ms=middle,
+                  poison=True) for n in range(count)]

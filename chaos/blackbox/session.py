@@ -32,10 +32,10 @@ import redis
 
 import chaos
 from chaos.blackbox.config import WorkerConfig
-from chaos.blackbox.counts import NO_PROGRESS, NOBODY_LEFT, SETTLED, BlackBoxCounts, Liveness, stalled_after_heal
+from chaos.blackbox.counts import NO_PROGRESS, NOBODY_LEFT, SETTLED, BlackBoxCounts, Liveness
 from chaos.blackbox.effects import EffectRecorder, schema_fingerprint
 from chaos.blackbox.errors import ConfigError, WorkerError
-from chaos.blackbox.events import intended_events
+from chaos.blackbox.events import intended_events, poison_events
 from chaos.blackbox.redis_state import StreamState, read_stream_state
 from chaos.blackbox.verdict import (OBSERVER, BlackBoxRun, check_blackbox_run, final_rows,
                                     wall_to_monotonic)
@@ -192,6 +192,8 @@ class _Run:
     def _observe(self, pg: Any) -> BlackBoxRun:
         cfg, cluster = self.config, self.cluster
         events = self.events = intended_events(cfg.workload, random.Random(self.seed))
+        poisoned = any(f.name == "poison" for f in self.faults) and cfg.poison is not None
+        poison = poison_events(cfg.workload, cfg.poison.count, events) if poisoned else []   # [poison]
         cluster.direct_redis().xgroup_create(cfg.worker.stream, cfg.worker.group, id="0", mkstream=True)
         faults = self.faults
         self.pool = WorkerPool(self.argv, cfg.worker, cluster.worker_links, self.run_dir / "workers",
@@ -207,7 +209,7 @@ class _Run:
         ctx = LocalContext(cluster, seed=self.seed, time_scale=self.scale, roles={"consumer": self.pool.workers})
         threads = []
         try:
-            self._start_producer(events)
+            self._start_producer(events + poison)
             self._wait_first_publish()  # fault times count from the workload's real t=0
             for fault in faults:
                 threads.append(FaultThread(fault, ctx).start())
@@ -251,12 +253,11 @@ class _Run:
         offset = wall_to_monotonic()
         progress_at = max([t for t in (self.progress_at, max((e.at + offset for e in effects), default=None))
                            if t is not None], default=None)
-        liveness = Liveness(drain_end=self.drain_end, live_workers=live, rig_clear=rig_clear,
-                            stalled_after_heal_s=stalled_after_heal(healed_at, progress_at, self.drained_at,
-                                                                    len(state.pending) + len(state.undelivered)))
+        liveness = Liveness(drain_end=self.drain_end, live_workers=live, rig_clear=rig_clear,   # stall: verdict
+                            healed_at=healed_at, ended_at=self.drained_at, progress_at=progress_at)
         result = check_blackbox_run(cfg, history=history, effects=effects, rows=rows, stream=state, events=events,
                                     offset=offset, run=self.run, seed=self.seed,
-                                    unknown_reasons=self.reasons, liveness=liveness)
+                                    unknown_reasons=self.reasons, liveness=liveness, poison=poison)
         if silent:  # a worker that never wrote cannot be judged: its "wrong state" is the rig's, not its own
             result.result.verdict = "unknown"
         trace_and_log(result, run=self.run, seed=self.seed, t0=self.t0, trace=self.trace, log=self.log)
@@ -279,7 +280,8 @@ class _Run:
                 "failpoints": {}, "producer": {"name": "retrying", "params": {}},
                 "events": [e.routed(self.config.worker.stream).to_dict() for e in events],
                 "encoder": {"format": self.config.encoder.format, "fields": self.config.encoder.fields,
-                            "task_name": self.config.encoder.task_name}}
+                            "task_name": self.config.encoder.task_name,
+                            "poison": self.config.poison.fields if self.config.poison else {}}}
         path = self.run_dir / f"{PRODUCER}.spec.json"
         path.write_text(json.dumps(spec), encoding="utf-8")
         root = str(Path(chaos.__file__).resolve().parents[1])
@@ -453,7 +455,11 @@ def preflight(command: str | list[str], config: WorkerConfig, faults: list[str] 
     """Every check that needs no server: the command, the faults, the run count."""
     argv = parse_command(command)
     fault_specs = [f for f in faults if f and f != "none"]
-    load_faults(fault_specs, [f"C{i}" for i in range(1, config.worker.processes + 1)])
+    loaded = load_faults(fault_specs, [f"C{i}" for i in range(1, config.worker.processes + 1)])
+    if config.poison is None and any(f.name == "poison" for f in loaded):
+        raise BadArguments("fault 'poison:source=config' publishes the payload the worker config declares, and "
+                           f"{config.path or 'the config'} has no [poison] table: add one, e.g. [poison] "
+                           "fields = { version = \"not-a-number\" }")
     if runs < 1:
         raise BadArguments(f"runs={runs}: give at least 1")
     return argv, fault_specs

@@ -26,13 +26,14 @@ the producer could not tell, or gave up) judged too little of the consumer: unkn
 """
 from __future__ import annotations
 
+import math
 import time
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
 from chaos.blackbox.config import WorkerConfig
-from chaos.blackbox.counts import BlackBoxCounts, Liveness
+from chaos.blackbox.counts import BlackBoxCounts, Liveness, stalled_after_heal
 from chaos.blackbox.effects import Effect
 from chaos.blackbox.redis_state import StreamState
 from chaos.checker import check_run
@@ -135,9 +136,11 @@ def final_rows(conn: Any, config: WorkerConfig) -> dict[str, dict]:
 def check_blackbox_run(config: WorkerConfig, *, history: list[dict], effects: list[Effect],
                        rows: dict[str, dict], stream: StreamState, events: list[Any], offset: float,
                        run: int = 0, seed: int | None = None, unknown_reasons: list[str] = (),
-                       liveness: Liveness | None = None) -> BlackBoxRun:
+                       liveness: Liveness | None = None, poison: list[Any] = ()) -> BlackBoxRun:
     """The built-in checker over the producer/nemesis history plus the observed effects;
-    ``liveness``: how the drain ended (see the module doc)."""
+    ``liveness``: how the drain ended (see the module doc); ``poison``: the poison events
+    published beside the workload (no part of it: their fate is counted apart)."""
+    history, stream, poison_figures = split_poison(history, stream, poison)
     reached = {op["event_id"] for op in history if op.get("f") == "publish" and op.get("type") == "ok"}
     reached |= {e["event_id"] for e in stream.stream_entries if e.get("event_id")}
     ops, extra = effect_ops(config, effects, events, offset, reached)
@@ -146,11 +149,59 @@ def check_blackbox_run(config: WorkerConfig, *, history: list[dict], effects: li
                        undelivered=stream.undelivered, dlq=stream.dlq,
                        events=[e.intended() for e in events])
     liveness = liveness or Liveness()
+    if liveness.healed_at is not None:
+        liveness.stalled_after_heal_s = longest_stall(liveness, merged, stream)
     result = check_run(merged, final, run=run, seed=seed, unknown_reasons=list(unknown_reasons),
                        consumers_live=liveness.consumers_live)
     vouch_for_fates(result, len(events))
     extra.stopped_consuming = result.anomaly_counts.get(STOPPED_CONSUMING, 0)
+    for name, value in poison_figures.items():
+        setattr(extra, name, value)
     return BlackBoxRun(result=result, extra=extra, history=merged, liveness=liveness)
+
+
+def split_poison(history: list[dict], stream: StreamState, poison: list[Any]
+                 ) -> tuple[list[dict], StreamState, dict[str, int]]:
+    """The history and the Redis state without the poison events, and the poison's fate:
+    entries published, still pending, never read, and dead-letter entries that name a poison
+    event or no workload event (a consumer's own dead-letter format may name none)."""
+    ids = {e.event_id for e in poison}
+    if not ids:
+        return history, stream, {}
+    entries = {op.get("entry_id") for op in history
+               if op.get("f") == "publish" and op.get("type") == "ok" and op.get("event_id") in ids} - {None}
+
+    def mine(entry: dict) -> bool:
+        return entry.get("event_id") in ids or entry.get("entry_id") in entries
+
+    kept = StreamState(stream_entries=[e for e in stream.stream_entries if not mine(e)],
+                       pending=[e for e in stream.pending if not mine(e)],
+                       undelivered=[e for e in stream.undelivered if not mine(e)],
+                       dlq=[e for e in stream.dlq if e.get("event_id") not in ids and e.get("event_id") is not None])
+    figures = {"poison_published": len(entries), "poison_pending": len(stream.pending) - len(kept.pending),
+               "poison_undelivered": len(stream.undelivered) - len(kept.undelivered),
+               "poison_dlq": len(stream.dlq) - len(kept.dlq)}
+    return [op for op in history if op.get("event_id") not in ids], kept, figures
+
+
+def longest_stall(liveness: Liveness, history: list[dict], stream: StreamState) -> float | None:
+    """``stalled_after_heal_s``: the longest no-progress window with work outstanding after the
+    last heal, from the merged history (publishes, observed writes) and what waits in Redis at
+    the end; a stall the consumer later recovered from counts too."""
+    published: dict[str, float] = {}
+    done: dict[str, float] = {}
+    progress = [] if liveness.progress_at is None else [liveness.progress_at]
+    for op in history:
+        eid, f = op.get("event_id"), op.get("f")
+        if f == "publish" and op.get("type") == "ok" and eid:
+            published.setdefault(eid, op["time"])
+        elif f == "apply" and op.get("type") == "ok" and eid:
+            done.setdefault(eid, op["time"])
+            if op.get("effect") == "applied":
+                progress.append(op["time"])
+    waiting = {e.get("event_id") for e in [*stream.pending, *stream.undelivered]}
+    work = [(at, done.get(eid, math.inf)) for eid, at in published.items() if eid in done or eid in waiting]
+    return stalled_after_heal(liveness.healed_at, liveness.ended_at, progress, work)
 
 
 def vouch_for_fates(result: RunResult, intended: int) -> None:

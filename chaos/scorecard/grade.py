@@ -9,8 +9,10 @@ them, summed over the cell's runs:
 * ``keeps_consuming``: nothing published is left undelivered at the end, no
   ``stopped-consuming`` anomaly, and the group's sampled lag is back at 0;
 * ``pel_drains``: ``pending_left`` = 0;
-* ``poison_handled``: only where the config declares a DLQ (``[worker] dlq_stream``):
-  nothing pending forever; else ``unknown``.
+* ``poison_handled``: only where the config declares a poison payload (``[poison]``) and the
+  cell published it (fault ``poison:source=config``): every poison entry read and acked (or
+  dead-lettered), none left pending or unread, no consumer process died, and the consumer
+  consumed every other event; else ``unknown``.
 
 A run the rig cannot vouch for grades every property ``unknown`` (the reason is the
 evidence); a consumer that crashed on start grades every property ``fail`` with its log tail.
@@ -34,7 +36,8 @@ PROMISES = {"lost": "no_loss", "duplicated_side_effects": "no_duplicate_side_eff
             "wrong_final_state_runs": "final_state", "wrong_keys": "final_state", "reordered": "final_state",
             "undelivered": "keeps_consuming", "stalled_after_heal_s": "keeps_consuming",
             "stopped_consuming": "keeps_consuming",
-            "pending_left": "pel_drains", "dlq": "poison_handled"}
+            "pending_left": "pel_drains", "dlq": "poison_handled", "poison_pending": "poison_handled",
+            "poison_undelivered": "poison_handled"}
 
 
 @dataclass
@@ -134,12 +137,27 @@ def grade(cell: Any, samples: list[Any] | None = None) -> dict[str, Grade]:
                 + ("; the others consumed what was published" if caught_up else "") + ": "
                 + "\n".join(deaths) + "\n" + text)
     grades["keeps_consuming"] = Grade(PASS if caught_up else FAIL, text, _examples(cell, "stopped-consuming"))
-    if cfg.worker.dlq_stream:
-        grades["poison_handled"] = Grade(PASS if c.pending_left == 0 else FAIL,
-                                         f"dlq {c.dlq}, pending left {c.pending_left}")
-    else:
-        grades["poison_handled"] = Grade(UNKNOWN, "the config declares no poison handling ([worker] dlq_stream)")
+    grades["poison_handled"] = poison_grade(cell, deaths, stopped)
     return {p: grades[p] for p in PROPERTIES}
+
+
+def poison_grade(cell: Any, deaths: list[str], stopped: int) -> Grade:
+    """``poison_handled`` from the poison entries' fate (chaos/blackbox/verdict.py split_poison)."""
+    extra, c, cfg = cell.extra, cell.cell.counts, cell.config
+    if cfg.poison is None:
+        return Grade(UNKNOWN, "the config declares no poison payload ([poison] fields = {...})")
+    if not extra.poison_published:
+        return Grade(UNKNOWN, "no poison published in this cell (the fault poison:source=config publishes "
+                              f"the config's payload {cfg.poison.fields})")
+    acked = extra.poison_published - extra.poison_pending - extra.poison_undelivered
+    dlq = f" ({extra.poison_dlq} dead-lettered to {cfg.worker.dlq_stream})" if cfg.worker.dlq_stream else ""
+    text = (f"poison {cfg.poison.fields}: {extra.poison_published} published, {acked} read and acked{dlq}, "
+            f"{extra.poison_pending} left pending, {extra.poison_undelivered} never read; the other events: "
+            f"undelivered {c.undelivered}, stopped-consuming {stopped}")
+    failed = extra.poison_pending or extra.poison_undelivered or deaths or c.undelivered or stopped
+    if deaths:
+        text = f"{len(deaths)} consumer process(es) died during the run: " + "\n".join(deaths) + "\n" + text
+    return Grade(FAIL if failed else PASS, text)
 
 
 def promised(bounds: dict[str, Any]) -> list[str]:

@@ -27,6 +27,7 @@ class CellDefault:
     specs: tuple[str, ...]
     topology: str = "any"
     skip: str = ""      # non-empty: never run on a black-box worker, and why
+    needs_poison: bool = False   # runs only where the config declares a [poison] payload
 
 
 # Times count from the first publish; the examples' 200-event burst is worked off in about
@@ -52,7 +53,7 @@ CELLS: dict[str, CellDefault] = {
     "maxlen-trim": CellDefault(("maxlen-trim",)),
     "maxmemory": CellDefault(("maxmemory",)),
     "nemesis": CellDefault(("nemesis:duration_ms=3000",)),
-    "poison": CellDefault((), skip="acts through the built-in workers' failpoints; a black-box consumer has none"),
+    "poison": CellDefault(("poison:source=config",), needs_poison=True),
     "kill-dispatcher": CellDefault((), skip="needs an outbox dispatcher; a black-box run has none"),
 }
 
@@ -100,6 +101,10 @@ def catalogue(topology: str = "replica", config: WorkerConfig | None = None) -> 
         row = CELLS.get(name)
         if row is not None and row.skip:
             out.append(PlannedCell(name, name, row.skip))
+            continue
+        if row is not None and row.needs_poison and (config is None or config.poison is None):
+            out.append(PlannedCell(name, name, "the config declares no [poison] payload (e.g. [poison] "
+                                               "fields = { version = \"not-a-number\" })"))
             continue
         if row is not None and row.topology not in ("any", topology):
             out.append(PlannedCell(name, name, f"needs --topology {row.topology}"))

@@ -68,7 +68,9 @@ def test_json_object_and_exit_code_of_a_broken_consumer(tmp_path: Path, capsys, 
     assert data["verdict"] == "invalid" and data["lost"] > 0, data["per_run"]
     # no [expect] in the example config: only liveness is promised, and it held: exit 0
     assert list(data["expected"]) == ["stopped_consuming", "note"] and code == 0
-    assert data["stopped_consuming"] == 0 and data["stalled_after_heal_s"] == 0.0
+    # the survivor took over at once: its longest window without progress after the kill is short
+    # (0.05 s measured), not the drain's whole no-progress window
+    assert data["stopped_consuming"] == 0 and 0.0 <= data["stalled_after_heal_s"] < 5.0, data["stalled_after_heal_s"]
     assert [r["drain_end"] for r in data["per_run"]] == ["settled"]
     assert data["run_dir"] and Path(data["run_dir"]).is_dir()  # kept: something to look at
     assert "--worker-cmd" in data["reproduce"] and "--seed 7" in data["reproduce"]

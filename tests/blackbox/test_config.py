@@ -66,3 +66,26 @@ def test_check_schema_names_missing_table_and_column(cluster) -> None:
         parse_config({"state": {**STATE, "status": "state"}}).check_schema(conn)  # the right names pass
     finally:
         conn.close()
+
+
+@pytest.mark.parametrize("poison, words", [
+    ({"fields": {"amount": "x"}}, ["[poison] fields", "amount", "the fields are: event_id, key, status, version"]),
+    ({"fields": {}}, ["[poison] fields", "e.g. fields = { version"]),
+    ({"fields": {"version": "x"}, "count": 0}, ["[poison] count = 0 must be >= 1"]),
+    ({"count": 1}, ["[poison] needs fields"]),
+])
+def test_a_bad_poison_table_names_the_fix(poison: dict, words: list[str]) -> None:
+    raw = {"state": STATE, "encoder": {"fields": {"key": "key", "status": "etype", "version": "version",
+                                                  "event_id": "event_id"}}, "poison": poison}
+    with pytest.raises(ConfigError) as info:
+        parse_config(raw)
+    assert all(w in str(info.value) for w in words), str(info.value)
+
+
+def test_a_poison_payload_replaces_the_declared_fields_only() -> None:
+    from chaos.encoders import EncoderSpec, encoder_for
+    from chaos.events import Event
+    spec = EncoderSpec(fields={"order_id": "key", "version": "version"}, poison={"version": "not-a-number"})
+    encode = encoder_for(spec)
+    assert encode(Event("poison-1", "142", "created", 1, poison=True)) == {"order_id": "142", "version": "not-a-number"}
+    assert encode(Event("e42-1", "42", "created", 1)) == {"order_id": "42", "version": "1"}

@@ -69,4 +69,7 @@ def test_the_sentinel_aware_twin_consumes_on_the_new_primary_and_is_valid(tmp_pa
     assert data["undelivered"] == data["pending_left"] == data["stopped_consuming"] == 0
     assert data["handled"] == data["published"] > 100 and data["wrong_keys"] == 0
     (run0,) = data["per_run"]
-    assert run0["drain_end"] == "settled" and data["stalled_after_heal_s"] == 0.0   # a fault ran and healed
+    assert run0["drain_end"] == "settled"
+    # a fault ran and healed; its longest window without progress after the heal is a job's wait
+    # (0.02 s measured), far from the pinned twin's >= 15 s
+    assert 0.0 <= data["stalled_after_heal_s"] < 5.0, figures(data)

@@ -200,12 +200,32 @@ def test_half_the_events_fate_unknown_is_still_judged() -> None:
     assert run.result.counts.dropped == 2 and run.result.verdict == "valid"
 
 
-@pytest.mark.parametrize("healed, progress, outstanding, stall", [
-    (None, 5.0, 3, None),      # no fault healed: nothing to measure from
-    (10.0, 12.0, 0, 0.0),      # caught up: no stall
-    (10.0, 12.0, 3, 28.0),     # progress after the heal, then none until the end at 40
-    (10.0, 4.0, 3, 30.0),      # no progress at all after the heal
-    (10.0, None, 3, 30.0),
+INF = float("inf")
+
+
+@pytest.mark.parametrize("healed, progress, work, stall", [
+    (None, [5.0], [(1.0, INF)], None),                 # no fault healed: nothing to measure from
+    (10.0, [11.0, 12.0], [(9.0, 11.0), (9.5, 12.0)], 1.0),   # caught up, one job a second: 1 s windows
+    (10.0, [12.0], [(9.0, 12.0), (9.0, INF)], 28.0),   # progress after the heal, then none until the end at 40
+    (10.0, [4.0], [(1.0, INF)], 30.0),                 # no progress at all after the heal
+    (10.0, [], [(1.0, INF)], 30.0),
+    (10.0, [], [], 0.0),                               # nothing outstanding: idle, not stalled
+    (10.0, [30.0, 30.5], [(9.0, 30.0), (20.0, 30.5)], 20.0),   # a stall of 20 s that recovered at 30
+    (10.0, [15.0, 35.0], [(9.0, 15.0), (25.0, 35.0)], 10.0),   # idle 15..25: only the 10 s with work count
 ])
-def test_stalled_after_heal(healed, progress, outstanding, stall) -> None:
-    assert stalled_after_heal(healed, progress, 40.0, outstanding) == stall
+def test_stalled_after_heal_is_the_longest_window_without_progress(healed, progress, work, stall) -> None:
+    assert stalled_after_heal(healed, 40.0, progress, work) == stall
+
+
+def test_a_stall_the_consumer_recovered_from_is_measured() -> None:
+    """Published at 0, healed at 0.5; writes at 1, 2, then 9 and 10 (effect times 1000 + seq on
+    the wall clock, offset -1000): nothing came from 2 to 9 while 43's events waited, a 7 s
+    stall although the consumer caught up (the old measure, from the last progress to the
+    drain's end, said 0)."""
+    effects = [state(1, "42", 1, "created", "INSERT"), state(2, "42", 2, "paid"),
+               state(9, "43", 1, "created", "INSERT"), state(10, "43", 2, "paid")]
+    run = check_blackbox_run(CONFIG, history=published(), effects=effects, rows=rows(k42=("paid", 2), k43=("paid", 2)),
+                             stream=StreamState(), events=EVENTS, offset=-1000.0,
+                             liveness=Liveness(drain_end=SETTLED, healed_at=0.5, ended_at=12.0, progress_at=10.0))
+    assert run.result.verdict == "valid"
+    assert run.liveness.stalled_after_heal_s == 7.0

@@ -156,3 +156,33 @@ def test_json_schema_grid_page_and_exit_code_of_a_broken_promise(tmp_path):
     from chaos.scorecard.page import markdown_grid
     row = markdown_grid(data).splitlines()[2]
     assert row.startswith("| kill-consumer | **fail** (lost ") and "| ack-on-receive" in row
+
+
+def test_poison_is_graded_where_the_config_declares_it(tmp_path):
+    """The poison cell publishes the config's [poison] payload (version "not-a-number") in the
+    middle of the workload. The CAS example dead-letters what it cannot parse and acks it:
+    pass. The ack-first example acks its batch first, then dies on int(): fail, with the log tail."""
+    grades = {}
+    for base, extra in (("examples/redis_py_cas.toml", ""),
+                        ("examples/redis_py_ack_first.toml", '\n[poison]\nfields = { version = "not-a-number" }\n')):
+        folder = tmp_path / Path(base).stem
+        folder.mkdir()
+        cfg = small_config(folder, base, extra=extra)
+        command = "python -m examples." + Path(base).stem
+        done = scorecard("--worker-cmd", command, "--worker-config", str(cfg), "--faults", "poison,none",
+                         "--out", str(folder / "out"), "--run-dir", str(folder / "runs"), "--json")
+        data = json.loads(done.stdout)
+        cells = {c["fault"]: c for c in data["cells"]}
+        assert cells["none"]["properties"]["poison_handled"] == "unknown"      # nothing poison published there
+        assert "no poison published in this cell" in cells["none"]["evidence"]["poison_handled"]["evidence"]
+        cell = cells["poison:source=config"]
+        grades[Path(base).stem] = cell
+        assert cell["counts"]["poison_published"] == 1, cell["counts"]
+        print(Path(base).stem, cell["properties"]["poison_handled"], cell["evidence"]["poison_handled"]["evidence"][:300])
+    cas, ack_first = grades["redis_py_cas"], grades["redis_py_ack_first"]
+    assert cas["properties"]["poison_handled"] == "pass", cas["evidence"]["poison_handled"]
+    assert "1 read and acked (1 dead-lettered to orders:dlq), 0 left pending" in cas["evidence"]["poison_handled"]["evidence"]
+    assert cas["counts"]["poison_dlq"] == 1 and cas["counts"]["lost"] == 0 and cas["counts"]["verdict"] == "valid"
+    assert ack_first["properties"]["poison_handled"] == "fail", ack_first["evidence"]["poison_handled"]
+    evidence = ack_first["evidence"]["poison_handled"]["evidence"]
+    assert "died during the run" in evidence and "ValueError" in evidence, evidence

@@ -22,9 +22,17 @@ def test_every_registered_fault_is_a_cell_or_left_out_with_a_reason(config, topo
     assert {c.fault for c in cells} == set(fault_names())
     assert all(c.spec.startswith(c.fault) for c in cells)
     left_out = {c.fault: c.skipped for c in cells if c.skipped}
-    assert "poison" in left_out and "kill-dispatcher" in left_out
+    assert "kill-dispatcher" in left_out
     run = {c.fault for c in cells if not c.skipped}
-    assert {"none", "kill-consumer", "pause", "publish-blip", "xautoclaim", "redis-restart"} <= run
+    assert {"none", "kill-consumer", "pause", "publish-blip", "xautoclaim", "redis-restart", "poison"} <= run
+    assert [c.spec for c in cells if c.fault == "poison"] == ["poison:source=config"]   # its [poison] payload
+
+
+def test_poison_runs_only_where_the_config_declares_a_payload():
+    cells = {c.fault: c for c in catalogue("replica", load_config("examples/redis_py_ack_first.toml"))}
+    assert "declares no [poison] payload" in cells["poison"].skipped
+    with pytest.raises(BadArguments, match=r"poison does not fit this scorecard: the config declares no \[poison\]"):
+        plan("poison", "replica", load_config("examples/redis_py_ack_first.toml"))
 
 
 def test_failover_modes_follow_the_topology(config):
@@ -55,7 +63,8 @@ def test_faults_list_picks_cells_and_takes_parameters(config):
     ("sentinel-failover", "replica", "add --topology sentinel"),
     ("promote-replica", "sentinel", "use --topology replica"),
     ("no-such-fault", "replica", "unknown fault 'no-such-fault'"),
-    ("poison", "replica", "leave it out"),
+    ("kill-dispatcher", "replica", "leave it out"),
+    ("poison:key=42", "replica", "on a black-box worker give --fault poison:source=config"),
     ("xautoclaim:at=before_apply", "replica", "act from outside"),
     ("kill-consumer", "cluster", "--topology 'cluster'"),
     (",", "replica", "names no fault"),
@@ -63,3 +72,11 @@ def test_faults_list_picks_cells_and_takes_parameters(config):
 def test_bad_faults_are_refused_naming_the_fix(config, faults, topology, message):
     with pytest.raises(BadArguments, match=message.replace("(", r"\(").replace("'", "'")):
         plan(faults, topology, config)
+
+
+def test_a_black_box_run_of_poison_needs_a_declared_payload():
+    from chaos.blackbox.session import preflight
+    with pytest.raises(BadArguments, match=r"has no \[poison\] table: add one"):
+        preflight("python -m examples.redis_py_ack_first", load_config("examples/redis_py_ack_first.toml"),
+                  ["poison:source=config"])
+    preflight("python -m examples.redis_py_cas", load_config(CONFIG), ["poison:source=config"])   # declared

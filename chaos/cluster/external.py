@@ -115,7 +115,7 @@ class ExternalCluster(Cluster):
         from chaos.cluster.health import endpoint_components
 
         variables = {"proxy": "TOXIPROXY_URL", "postgres": "CHAOS_POSTGRES"}
-        nodes = {str(self._a.endpoint): "CHAOS_REDIS_PRIMARY", str(self._b.endpoint): "CHAOS_REDIS_REPLICA"}
+        nodes = {str(self.nodes.a.endpoint): "CHAOS_REDIS_PRIMARY", str(self.nodes.b.endpoint): "CHAOS_REDIS_REPLICA"}
         out = endpoint_components(self)
         for component in out:
             variable = variables.get(component.kind) or nodes.get(component.address)
@@ -124,8 +124,7 @@ class ExternalCluster(Cluster):
 
     def _close_servers(self) -> None:
         try:
-            for proxy in self._own_proxies():
-                self.api.delete_proxy(proxy)
+            self.proxies.delete_own()
         except ToxiproxyError as exc:
             if exc.status != 0:
                 raise

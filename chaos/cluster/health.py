@@ -155,13 +155,11 @@ def _answered(server: Any) -> None:
 class Topology(Protocol):
     """What the health checks read of a topology (chaos.cluster.topology.Cluster and its
     backends, which import this module): its components, and for the backends' lists its
-    proxy API, its PostgreSQL endpoint and its two Redis nodes."""
+    proxy API, its PostgreSQL endpoint and its two Redis nodes (chaos.cluster.redispair.RedisPair)."""
 
     api: Any
     postgres: Any
-    _primary: Any
-    _a: Any
-    _b: Any
+    nodes: Any
 
     def components(self) -> list[Component]: ...
 
@@ -230,11 +228,11 @@ def node_name(node_id: str, primary_id: str) -> str:
 
 def endpoint_components(cluster: Topology) -> list[Component]:
     """Servers that are not our processes (compose, external): probed over the network."""
-    primary_id = cluster._primary.id
+    primary_id = cluster.nodes.primary.id
     out = [Component("proxy server", "proxy", address=cluster.api.url, probe=proxy_probe(cluster.api.url))]
     pg = cluster.postgres
     out.append(Component("PostgreSQL", "postgres", address=str(pg), probe=postgres_probe(pg.host, pg.port)))
-    for node in (cluster._a, cluster._b):
+    for node in (cluster.nodes.a, cluster.nodes.b):
         ep = node.endpoint
         out.append(Component(node_name(node.id, primary_id), "redis", address=str(ep),
                              probe=redis_probe(ep.host, ep.port)))
@@ -244,7 +242,7 @@ def endpoint_components(cluster: Topology) -> list[Component]:
 def process_components(cluster: Topology, processes: dict[str, Any]) -> list[Component]:
     """A native topology's servers from its processes dict (proxy, a, b, postgres, sentinel-N);
     a shared proxy server (TOXIPROXY_URL) is probed over the network."""
-    primary_id = cluster._primary.id
+    primary_id = cluster.nodes.primary.id
     out = []
     proxy = processes.get("proxy")
     if proxy is not None:

@@ -138,8 +138,7 @@ class NativeCluster(Cluster):
             pass                        # one died meanwhile: stop() below deals with it
         try:
             if self._shared_api:          # leave the shared server as we found it
-                for name in self._own_proxies():
-                    self.api.delete_proxy(name)
+                self.proxies.delete_own()
         finally:
             for proc in self._procs.values():
                 proc.stop()

@@ -253,6 +253,31 @@ def close_runs_dir(path: Path, base: Path | None = None) -> list[Path]:
     return retain(base)
 
 
+class KeptRuns:
+    """A cluster's runs dir ``<base>/.kept/<cluster>/``, opened when first asked for, so the path a
+    failure names outlives the cluster; ``close`` hands it to retention."""
+
+    def __init__(self, cluster: str, cluster_dir: Path):
+        self.cluster, self.cluster_dir = cluster, cluster_dir
+        self._path: Path | None = None
+
+    @property
+    def path(self) -> Path:
+        if self._path is None:
+            self._path = open_runs_dir(self.cluster).path
+        return self._path
+
+    def close(self) -> None:
+        """Run dirs written to the cluster dir itself (``<cluster dir>/runs``) are moved in first."""
+        legacy = self.cluster_dir / "runs"
+        if legacy.is_dir() and any(legacy.iterdir()):
+            for child in legacy.iterdir():
+                shutil.move(str(child), str(self.path / child.name))
+        path, self._path = self._path, None
+        if path is not None:
+            close_runs_dir(path)
+
+
 def runs_dir(cluster: Any) -> Path:
     """Where a cluster's run dirs go: its ``runs_dir`` (``.kept/<cluster>``), else
     ``<cluster dir>/runs`` for topologies that do not have one."""

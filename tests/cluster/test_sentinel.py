@@ -118,7 +118,7 @@ def test_reset_restores_the_original_roles(sentinel_cluster):
     took = time.monotonic() - started
     assert cluster.node_role("a") == "master" and cluster.node_role("b") == "slave"
     assert cluster.sentinel_master() == cluster.node_address("a")
-    assert not cluster._sentinel_problem()
+    assert not cluster.sentinels.problem()
     print(f"reset after a Sentinel failover: {took:.3f} s")
 
 

@@ -30,9 +30,9 @@ from typing import Any
 
 from chaos.errors import BadArguments
 from chaos.params import Param
-from faults.helpers import ToxicSet, raise_if, wait_for_entries
+from faults.failover_steps import KillAndPromote, replication_offsets
+from faults.helpers import raise_if
 from faults.interface import Fault, FaultContext, FaultError
-from faults.promote_replica import confirm_replicating, replication_offsets
 
 BURST_VALUE_KB = 64
 BURST_KEYS = 16            # filler cycles over these keys: the primary's memory stays ~1 MB
@@ -87,22 +87,17 @@ class ReplicaOverflow(Fault):
 
     def arm(self, ctx: FaultContext) -> None:
         self.armed_for = id(ctx)
-        self.toxics = ToxicSet(ctx.cluster.api)
+        self.failover = KillAndPromote(self.name, ctx.cluster)
+        self.report = self.failover.report
         self.stopped_pid: int | None = None
-        self.killed = self.promoted = False
         self.saved_limit: str | None = None
-        self.report: dict[str, Any] = {"sync_wait_s": round(confirm_replicating(ctx.cluster), 4)}
 
     def run(self, ctx: FaultContext) -> None:
         if getattr(self, "armed_for", None) != id(ctx):
             self.arm(ctx)
-        cluster = ctx.cluster
-        link = cluster.links.get("replication")
-        if link is None:
-            raise FaultError(f"{self.name} needs the 'replication' proxy; this topology has {sorted(cluster.links)}")
-        if self.after_entries:
-            wait_for_entries(ctx, self.after_entries, self.wait_ms / 1000, self.name)
-        ctx.sleep(self.at_ms)
+        failover, cluster = self.failover, ctx.cluster
+        link = failover.link()
+        failover.wait_for_workload(ctx, self.after_entries, self.wait_ms, self.at_ms)
         primary = cluster.direct_redis("primary")
         self.saved_limit = primary.config_get("client-output-buffer-limit")["client-output-buffer-limit"]
         limit = self.limit_kb * 1024
@@ -113,8 +108,8 @@ class ReplicaOverflow(Fault):
         scale = max(ctx.scale(1000), 1e-3)   # seconds per second: a longer time scale, a slower link
         # Before the stall, so nothing the primary sends from now on (what its socket and the
         # proxy hold when it drops the replica, then the resync) outruns the slow link.
-        self.toxics.add(link, "bandwidth", stream="downstream", name="chaos-slow-resync",
-                        rate=max(1, round(self.resync_kbps / scale)))
+        failover.toxics.add(link, "bandwidth", stream="downstream", name="chaos-slow-resync",
+                            rate=max(1, round(self.resync_kbps / scale)))
         before = replication_offsets(cluster)
         stalled_at = time.monotonic()
         os.kill(pid, signal.SIGSTOP)
@@ -127,26 +122,13 @@ class ReplicaOverflow(Fault):
         ctx.record("info", name=self.name, step="link-lost", burst_kb=written // 1024,
                    stalled_s=round(dropped_after_s, 4), offsets=replication_offsets(cluster))
         ctx.sleep(self.resync_ms)
-        self.toxics.add(link, "timeout", stream="downstream", name="chaos-hold", timeout=0)
+        failover.toxics.add(link, "timeout", stream="downstream", name="chaos-hold", timeout=0)
         at_kill = self._wait_until_behind(cluster, primary, time.monotonic() - stalled_at)
         state = replica_state(cluster)
-        old_primary = str(cluster.primary)
-        ctx.record("info", name=self.name, step="kill", primary=old_primary, offsets=at_kill, replica=state)
-        cluster.kill_primary()
-        self.killed = True
-        self.toxics.disable(link)            # what the slow link still holds dies with the primary
-        ctx.sleep(self.downtime_ms)
-        raise_if(self.toxics.remove_all(), self.name)
-        cluster.promote_replica()
-        self.promoted = True
-        self.report.update({
-            "burst_kb": written // 1024, "link_lost_after_s": round(dropped_after_s, 4),
-            "replica_at_kill": state,
-            "unreplicated_bytes": (at_kill["primary"] or 0) - (at_kill["replica"] or 0),
-            "old_primary": old_primary, "new_primary": str(cluster.primary),
-            "failed_over": bool(getattr(cluster, "failed_over", True)),
-        })
-        ctx.record("stop", name=self.name, step="promote", **self.report)
+        # what the slow link still holds dies with the primary
+        figures = failover.kill_and_promote(ctx, link, at_kill, self.downtime_ms, drop_link=True, replica=state)
+        failover.done(ctx, burst_kb=written // 1024, link_lost_after_s=round(dropped_after_s, 4),
+                      replica_at_kill=state, **figures)
 
     def _wait_until_behind(self, cluster: Any, primary: Any, since_stall_s: float) -> dict[str, Any]:
         """With the link held, block until the primary is ahead of the replica; return the
@@ -206,14 +188,8 @@ class ReplicaOverflow(Fault):
                 self.stopped_pid = None
             except Exception as exc:  # noqa: BLE001
                 errors.append(f"SIGCONT replica: {exc}")
-        errors += self.toxics.remove_all()
-        if self.killed and not self.promoted:
-            try:
-                ctx.cluster.promote_replica()
-                self.promoted = True
-            except Exception as exc:  # noqa: BLE001
-                errors.append(f"promote replica: {exc}")
-        elif not self.killed and self.saved_limit is not None:
+        errors += self.failover.heal()
+        if not self.failover.killed and self.saved_limit is not None:
             try:
                 ctx.cluster.direct_redis("primary").config_set("client-output-buffer-limit", self.saved_limit)
             except Exception as exc:  # noqa: BLE001

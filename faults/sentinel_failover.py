@@ -30,9 +30,9 @@ from typing import Any
 
 from chaos.errors import BadArguments
 from chaos.params import Param
+from faults.failover_steps import confirm_replicating
 from faults.helpers import ToxicSet, raise_if, wait_for_entries, workload_streams
 from faults.interface import Fault, FaultContext, FaultError
-from faults.promote_replica import confirm_replicating
 
 MODES = ("partition", "kill", "manual")
 POLL_S = 0.005

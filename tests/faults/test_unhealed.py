@@ -29,7 +29,7 @@ def test_heal_promotes_when_the_primary_was_killed_but_not_replaced(cluster) -> 
     fault = get_fault("promote-replica")
     fault.arm(ctx)
     cluster.kill_primary()       # as if run() died right after its kill
-    fault.killed = True
+    fault.failover.killed = True
     fault.heal(ctx)
     assert cluster.failed_over
     assert cluster.direct_redis().ping()

@@ -18,7 +18,7 @@ PACKAGES = ("chaos", "faults")
 MAX_MODULE_LINES = 600
 MAX_CLASS_LINES = 250
 MAX_FUNCTION_LINES = 80
-KNOWN_OVER = {"chaos/checker.py": 673}    # issue 23: the checker is being split (streaming check)
+KNOWN_OVER = {"chaos/checker.py": 619}    # issue 23: the checker is being split (streaming check)
 
 
 def sources() -> list[tuple[str, str]]:

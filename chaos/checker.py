@@ -19,18 +19,18 @@ are a liveness violation, `stopped-consuming`, and their keys' wrong final state
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable
 from operator import itemgetter
 from typing import Any
 
-from chaos.history import HistoryError, paused_gc
+from chaos.history import HistoryError, HistorySource, paused_gc
 from chaos.results import (  # noqa: F401 - the records' old home: these names stay importable from here
     COUNT_NAMES, DUPLICATED, INVALID, LOST, MAX_ANOMALIES_PER_KIND, MAX_EXAMPLES, PROJECTION_DRIFT, REORDERED,
     SCHEMA_VERSION, STOPPED_CONSUMING, UNEXPECTED, UNHELD_EFFECT, UNKNOWN, VALID, VERDICT_PRIORITY,
     WRONG_FINAL_STATE, Anomaly, AnomalyLog, CellResult, Counts, FinalState, RunResult, merge_verdicts, summarize,
     violations)
 from chaos.vanished import DETAILS as VANISHED_DETAILS
+from chaos.unknown_applies import Unknown, Unknowns, proves_commit, resolve_unknown_applies
 from chaos.vanished import Vanished, overlaps
 
 HANDLED_EFFECTS = frozenset({"applied", "stale"})
@@ -48,7 +48,7 @@ class _Event:
 
     __slots__ = ("key", "version", "etype", "ok", "info", "failed", "open", "deliveries", "applied",
                  "handled_at", "recovered", "first_entry", "entries", "dlq", "last_via", "last_count",
-                 "apply_open", "invoked_at", "unknown")
+                 "apply_open", "invoked_at", "unknown", "where")
 
     def __init__(self) -> None:
         self.key = self.version = self.etype = None
@@ -60,7 +60,8 @@ class _Event:
         self.last_via: str | None = None
         self.last_count = 1
         self.invoked_at = 0.0  # the latest apply invoke (for one its process never completed)
-        self.unknown: _Unknowns | None = None  # rare: kept off the slots every event pays for
+        self.unknown: Unknowns | None = None  # rare: kept off the slots every event pays for
+        self.where = 0   # the final lists it is in: IN_STREAM | PENDING | UNDELIVERED | OUTBOX | INTENDED
 
     def learn(self, op: dict) -> None:
         if self.key is None and op.get("key") is not None:
@@ -110,41 +111,8 @@ class _Event:
 
     def add_unknown(self, at: float, recovered: bool) -> None:
         if self.unknown is None:
-            self.unknown = _Unknowns()
-        self.unknown.applies.append(_Unknown(at, recovered))
-
-
-@dataclass(frozen=True)
-class _Unknown:
-    """An apply whose outcome is unknown: `apply info`, or an invoke its killed process never
-    completed. `at` is the info op's time (the invoke's for a dangling one); `recovered`
-    whether it followed a redelivery after a fault started."""
-
-    at: float
-    recovered: bool
-
-
-class _Unknowns:
-    """An event's applies of unknown outcome and what the checker could prove about them."""
-
-    __slots__ = ("applies", "proven", "indeterminate")
-
-    def __init__(self) -> None:
-        self.applies: list[_Unknown] = []
-        self.proven = False         # an inbox `duplicate` proved that one of them committed
-        self.indeterminate = False  # not handled, and one of them may have handled it
-
-    def candidates(self) -> int:
-        """How many of them may have committed (an inbox commits an event once)."""
-        return 1 if self.proven else len(self.applies)
-
-
-def _proves_commit(op: dict) -> bool:
-    """A `duplicate` from a marker that commits with the effect (the PostgreSQL inbox row,
-    `value.inbox`) proves an earlier apply of the event committed; a Redis SET NX marker
-    (`value.dedupe`) does not, it is set before the effect is written."""
-    value = op.get("value")
-    return isinstance(value, dict) and value.get("inbox") is not None
+            self.unknown = Unknowns()
+        self.unknown.applies.append(Unknown(at, recovered))
 
 
 class _RunScan:
@@ -243,7 +211,7 @@ class _RunScan:
         if effect not in HANDLED_EFFECTS:
             # "duplicate": the guard said seen; handling must be shown by another apply, or by
             # an inbox marker (it commits with the effect) after an unknown-outcome apply
-            if effect == DUPLICATE_EFFECT and ev.unknown and ev.handled_at is None and _proves_commit(op):
+            if effect == DUPLICATE_EFFECT and ev.unknown and ev.handled_at is None and proves_commit(op):
                 ev.unknown.proven = True
             return
         if ev.handled_at is None:  # ops come in time order: the first handling is the earliest
@@ -317,15 +285,20 @@ class _RunScan:
                 self.reorder_examples[key] = late
 
 
-def _ids(items: list[dict]) -> set[str]:
-    return {item["event_id"] for item in items if item.get("event_id") is not None}
+IN_STREAM, PENDING, UNDELIVERED, OUTBOX, INTENDED = 1, 2, 4, 8, 16
+WAITING, IN_REDIS = PENDING | UNDELIVERED, IN_STREAM | PENDING | UNDELIVERED
 
 
-def check_run(history: list[dict], final: FinalState, *, run: int = 0,
+def check_run(history: Iterable[dict], final: FinalState, *, run: int = 0,
               unknown_reasons: Iterable[str] = (), seed: int | None = None,
               rig_failures: Iterable[str] = (), explained: Iterable[str] = (),
-              consumers_live: bool = False) -> RunResult:
-    """Counts, anomalies and verdict of one run (pure: no I/O).
+              consumers_live: bool = False,
+              observe: Callable[[Iterable[dict]], Iterable[dict]] | None = None) -> RunResult:
+    """Counts, anomalies and verdict of one run (pure: no I/O but `history`'s own).
+
+    `history`: the ops in time order, a list or a `chaos.history.HistorySource` (the run dir's
+    files, read lazily; passed over once, and once more only for duplicated events' apply runs).
+    The final state's `stream_entries` and `events` may be any iterable, read once.
 
     `rig_failures` (the framework's own parts that failed) make the verdict unknown even
     where the counts show a violation: what the rig broke is no evidence against a strategy.
@@ -334,13 +307,16 @@ def check_run(history: list[dict], final: FinalState, *, run: int = 0,
     `consumers_live`: the drain ended with a live consumer that every fault had healed
     toward and that made no more progress, so what still waits in Redis unhandled was left
     by the consumer (`stopped-consuming`, invalid), not by a drain cut short.
+    `observe(ops)` (optional) sees the ops of the checker's pass and gives them on: another
+    fold over the history in the same pass (chaos.orchestrator.notes.WorkNotes).
     """
     if not isinstance(final, FinalState):
         raise TypeError(f"check_run needs a chaos.checker.FinalState, got {type(final).__name__}; "
                         "build it with FinalState(rows=..., pending=..., ...)")
+    def checked(ops: Iterable[dict]) -> RunResult:
+        return _check_run(ops if observe is None else observe(ops), final, run, list(unknown_reasons), seed, frozenset(explained), consumers_live)
     with paused_gc():
-        result = _check_run(history, final, run, list(unknown_reasons), seed, frozenset(explained),
-                            consumers_live)
+        result = history.passes(checked) if isinstance(history, HistorySource) else checked(history)
     rig = list(rig_failures)
     if rig:
         result.rig_failures = rig
@@ -349,19 +325,19 @@ def check_run(history: list[dict], final: FinalState, *, run: int = 0,
     return result
 
 
-def _check_run(history: list[dict], final: FinalState, run: int, reasons: list[str],
+def _check_run(history: Iterable[dict], final: FinalState, run: int, reasons: list[str],
                seed: int | None, explained: frozenset[str], consumers_live: bool = False) -> RunResult:
     scan = _RunScan()
     scan.scan(history)
     scan.close_dangling()
-    redis_ids = _absorb_final(scan.events, final)
+    intended = _absorb_final(scan.events, final)
     scan.order_writes()
-    _resolve_unknown_applies(scan, final)
+    resolve_unknown_applies(scan.events, scan.writes, final)
     counts = Counts(pending_left=len(final.pending), undelivered=len(final.undelivered),
                     dlq=len(final.dlq), retries=scan.retries, releases_failed=scan.releases_failed)
     anomalies = AnomalyLog(run)
-    redis_ids["stopped"] = set()   # filled by _count_events when consumers_live
-    published_by_key = _count_events(scan, redis_ids, counts, anomalies, history, consumers_live)
+    stopped: set[str] = set()   # filled by _count_events when consumers_live
+    top_by_key = _count_events(scan, intended, stopped, counts, anomalies, history, consumers_live)
     for key, n in scan.reorders.items():
         counts.reordered += n
         anomalies.add(REORDERED, key, count=n, versions=scan.applied_versions[key],
@@ -369,7 +345,7 @@ def _check_run(history: list[dict], final: FinalState, run: int, reasons: list[s
                       detail="a version older than one already applied was written")
     final_state = {str(k): {"status": row.get("status"), "version": row.get("version")}
                    for k, row in final.rows.items()}
-    _check_final_state(published_by_key, final_state, scan, redis_ids, counts, anomalies)
+    _check_final_state(top_by_key, final_state, scan, stopped, counts, anomalies)
     _check_projection(final.projection, scan, counts, anomalies)
     if counts.unattempted and "unattempted" not in explained and not reasons:
         # (a run already unknown, cut short by a stall or a dead worker, explains what it never tried)
@@ -386,117 +362,51 @@ def _check_run(history: list[dict], final: FinalState, run: int, reasons: list[s
                      unknown_reasons=reasons, seed=seed)
 
 
-def _absorb_final(events: dict[str, _Event], final: FinalState) -> dict[str, set[str]]:
-    """Fold the final Redis/PostgreSQL lists into the events; returns their event id sets."""
-    for intended in final.events:
-        if intended.get("event_id") is not None:
-            events[intended["event_id"]].learn(intended)
-    for source in (final.stream_entries, final.pending, final.undelivered):
+def _absorb_final(events: dict[str, _Event], final: FinalState) -> int:
+    """Fold the final Redis/PostgreSQL lists into the events (each list read once: the stream's
+    may be read in pages); returns how many intended events there are."""
+    intended = 0
+    for row in final.events:
+        eid = row.get("event_id")
+        if eid is not None:
+            ev = events[eid]
+            ev.learn(row)
+            intended += not ev.where & INTENDED
+            ev.where |= INTENDED
+    for flag, source in ((IN_STREAM, final.stream_entries), (PENDING, final.pending), (UNDELIVERED, final.undelivered)):
         for entry in source:
-            if entry.get("event_id") is not None:
-                events[entry["event_id"]].add_entry(entry.get("stream"), entry.get("entry_id"))
+            eid = entry.get("event_id")
+            if eid is not None:
+                ev = events[eid]
+                ev.add_entry(entry.get("stream"), entry.get("entry_id"))
+                ev.where |= flag
     for row in final.outbox:
         if row.get("event_id") is not None:
-            events[row["event_id"]].learn(row)
-    ids = {"stream": _ids(final.stream_entries), "pending": _ids(final.pending),
-           "undelivered": _ids(final.undelivered), "outbox": _ids(final.outbox),
-           "intended": _ids(final.events)}
-    for eid in _ids(final.dlq):
-        events[eid].dlq = True
-    return ids
+            ev = events[row["event_id"]]
+            ev.learn(row)
+            ev.where |= OUTBOX
+    for entry in final.dlq:
+        if entry.get("event_id") is not None:
+            events[entry["event_id"]].dlq = True
+    return intended
 
 
-ALL_LANDED, NONE_LANDED = "all", "none"
-
-
-def _resolve_unknown_applies(scan: _RunScan, final: FinalState) -> None:
-    """Decide what the unknown-outcome applies did where the inbox, the projection or the final
-    row proves it; the rest leave their event indeterminate (docs/checker.md, "Unknown-outcome
-    applies"). Runs after order_writes: landed unknown writes take no part in `reordered`."""
-    by_key: dict[str | None, list[_Event]] = defaultdict(list)
-    for ev in scan.events.values():
-        if ev.unknown:
-            by_key[ev.key].append(ev)
-    if not by_key:
-        return
-    projection = {str(k): v for k, v in final.projection.items()}
-    rows = {str(k): v for k, v in final.rows.items()}
-    for key, evs in by_key.items():
-        writes = scan.writes.get(key, [])
-        landed = _projection_says(writes, evs, projection.get(key))
-        for ev in evs:
-            _resolve_event(ev, landed, rows.get(key), writes)
-
-
-def _projection_says(writes: list, evs: list[_Event], counter: Any) -> str | None:
-    """`all` when the projection counter exceeds the known writes by the number of unknown
-    applies that could have committed, `none` when it equals them, else None (no proof)."""
-    if counter is None:
-        return None
-    landed = int(counter) - len(writes)
-    candidates = sum(ev.unknown.candidates() for ev in evs)
-    if landed == candidates:
-        return ALL_LANDED
-    if landed == 0:
-        return NONE_LANDED
-    return None
-
-
-def _resolve_event(ev: _Event, landed: str | None, row: dict | None, writes: list) -> None:
-    """Landed (applied, handled), committed without a known effect (handled), proven rolled
-    back (nothing: lost if gone), or none of these (indeterminate unless handled otherwise)."""
-    unknown = ev.unknown
-    first = min(unknown.applies, key=lambda u: u.at)
-    if landed == ALL_LANDED:
-        ev.applied += unknown.candidates()
-        ev.handle(first.at, first.recovered)
-    elif landed is None and _row_written_by(ev, row, writes):
-        ev.applied += 1
-        ev.handle(first.at, first.recovered)
-    elif unknown.proven:
-        ev.handle(first.at, first.recovered)  # committed; its effect unknown (none: a CAS stale)
-    elif ev.handled_at is None and not (landed == NONE_LANDED and _commit_would_write(ev, first.at, writes)):
-        unknown.indeterminate = True
-
-
-def _row_written_by(ev: _Event, row: dict | None, writes: list) -> bool:
-    """The final row holds this event's state and no known write of its version exists, so
-    one of its unknown applies wrote it."""
-    if row is None or ev.version is None or ev.applied:
-        return False
-    if row.get("version") != ev.version or row.get("status") != ev.etype:
-        return False
-    return all(w[1] != ev.version for w in writes)
-
-
-def _commit_would_write(ev: _Event, at: float, writes: list) -> bool:
-    """Whether a commit at `at` would have changed the row (and its projection) under any
-    guard: no known write before it had a version at or above the event's."""
-    before = [w[1] for w in writes if w[0] < at]
-    if ev.version is None:
-        return not before
-    try:
-        return all(v is None or v < ev.version for v in before)
-    except TypeError:
-        return False
-
-
-def _count_events(scan: _RunScan, ids: dict[str, set[str]], counts: Counts, anomalies: AnomalyLog,
-                  history: list[dict] = (), consumers_live: bool = False
-                  ) -> dict[str, list[tuple[Any, str | None, str]]]:
-    """The per-event counts; returns each key's published (version, etype, event_id)."""
-    published_by_key: dict[str, list[tuple[Any, str | None, str]]] = defaultdict(list)
+def _count_events(scan: _RunScan, intended: int, stopped: set[str], counts: Counts, anomalies: AnomalyLog,
+                  history: Iterable[dict] = (), consumers_live: bool = False
+                  ) -> dict[str, tuple[Any, str | None, str] | None]:
+    """The per-event counts; returns each key's highest published (version, etype, event_id)
+    (the first of equal highest versions; None: no published event of the key has a version)."""
+    top_by_key: dict[str, tuple[Any, str | None, str] | None] = {}
     by_kind: dict[str, dict[str | None, list[str]]] = {LOST: defaultdict(list), DUPLICATED: defaultdict(list),
                                                        UNEXPECTED: defaultdict(list),
                                                        STOPPED_CONSUMING: defaultdict(list)}
-    waiting = ids["pending"] | ids["undelivered"]
-    in_redis = ids["stream"] | waiting
     published_indeterminate = 0
     for eid, ev in scan.events.items():
         handled = ev.handled_at is not None
-        seen = ev.deliveries > 0 or handled or ev.dlq or eid in in_redis
+        where = ev.where
+        seen = ev.deliveries > 0 or handled or ev.dlq or where & IN_REDIS
         # a publish that said `fail` yet shows up downstream went through: its error was misread
-        published = ev.ok or eid in ids["outbox"] or ((ev.info or ev.failed) and seen)
+        published = ev.ok or where & OUTBOX or ((ev.info or ev.failed) and seen)
         if ev.deliveries:
             counts.delivered += 1
             counts.redelivered += ev.deliveries - 1
@@ -504,17 +414,21 @@ def _count_events(scan: _RunScan, ids: dict[str, set[str]], counts: Counts, anom
         if handled:
             counts.handled += 1
             counts.recovered += ev.recovered
-            counts.handled_pending += eid in ids["pending"]
+            counts.handled_pending += bool(where & PENDING)
         if ev.applied > 1:
             counts.duplicated += 1
             by_kind[DUPLICATED][ev.key].append(eid)
         if published:
             counts.published += 1
-            if not (ev.ok or ev.info or eid in ids["outbox"]):
+            if not (ev.ok or ev.info or where & OUTBOX):
                 counts.failed_publish_seen += 1
             if ev.key is not None:
-                published_by_key[ev.key].append((ev.version, ev.etype, eid))
-            if not handled and not ev.dlq and eid not in waiting:
+                top = top_by_key.get(ev.key)
+                if ev.version is not None and (top is None or ev.version > top[0]):
+                    top_by_key[ev.key] = (ev.version, ev.etype, eid)
+                elif top is None:
+                    top_by_key[ev.key] = None
+            if not handled and not ev.dlq and not where & WAITING:
                 if ev.unknown is not None and ev.unknown.indeterminate:
                     counts.indeterminate += 1  # an apply of unknown outcome may have handled it
                     published_indeterminate += 1
@@ -522,7 +436,7 @@ def _count_events(scan: _RunScan, ids: dict[str, set[str]], counts: Counts, anom
                     counts.lost += 1
                     by_kind[LOST][ev.key].append(eid)
             elif consumers_live and not handled and not ev.dlq:   # waits in Redis: nobody consumed it
-                ids["stopped"].add(eid)
+                stopped.add(eid)
                 counts.stopped_consuming += 1
                 by_kind[STOPPED_CONSUMING][ev.key].append(eid)
         elif ev.info:
@@ -534,7 +448,7 @@ def _count_events(scan: _RunScan, ids: dict[str, set[str]], counts: Counts, anom
             by_kind[UNEXPECTED][ev.key].append(eid)
         else:
             counts.unattempted += 1  # intended, and no process ever tried to publish it
-    _check_accounting(len(scan.events), counts, published_indeterminate, ids["intended"])
+    _check_accounting(len(scan.events), counts, published_indeterminate, intended)
     details = {LOST: "published, never handled", DUPLICATED: "effect applied more than once",
                UNEXPECTED: "delivered or handled although no process ever published it", **VANISHED_DETAILS,
                STOPPED_CONSUMING: "published, still undelivered or pending, never handled by a live consumer"}
@@ -547,46 +461,44 @@ def _count_events(scan: _RunScan, ids: dict[str, set[str]], counts: Counts, anom
                 detail += "; " + concurrent[next(e for e in sorted(eids) if e in concurrent)]
             anomalies.add(kind, key, count=len(eids), examples=eids,
                           versions=scan.applied_versions.get(key, []), detail=detail)
-    return published_by_key
+    return top_by_key
 
 
-def _check_accounting(known: int, counts: Counts, published_indeterminate: int, intended: set[str]) -> None:
+def _check_accounting(known: int, counts: Counts, published_indeterminate: int, intended: int) -> None:
     """Every event is in exactly one of published, dropped, indeterminate (never published),
     unexpected and unattempted, and no intended event is missing from them: a count that
     leaks an event is a bug in the checker, never a figure to report."""
     unpublished_indeterminate = counts.indeterminate - published_indeterminate
     total = (counts.published + counts.dropped + unpublished_indeterminate + counts.unexpected
              + counts.unattempted)
-    if total != known or len(intended) > known:
+    if total != known or intended > known:
         raise AssertionError(
             f"event accounting broken: published {counts.published} + dropped {counts.dropped} + "
             f"indeterminate (never published) {unpublished_indeterminate} + unexpected {counts.unexpected} + "
             f"unattempted {counts.unattempted} = {total}, but the run knows {known} events "
-            f"({len(intended)} intended): an event fell through chaos.checker._count_events")
+            f"({intended} intended): an event fell through chaos.checker._count_events")
 
 
-def _check_final_state(published_by_key: dict[str, list[tuple[Any, str | None, str]]],
-                       final_state: dict[str, dict], scan: _RunScan, ids: dict[str, set[str]],
-                       counts: Counts, anomalies: AnomalyLog) -> None:
+def _check_final_state(top_by_key: dict[str, tuple[Any, str | None, str] | None], final_state: dict[str, dict],
+                       scan: _RunScan, stopped: set[str], counts: Counts, anomalies: AnomalyLog) -> None:
     """Each key's final status must be the etype of its highest published business version;
     a wrong key whose highest event is still waiting in Redis or in the DLQ is unsettled."""
-    waiting = ids["pending"] | ids["undelivered"]
-    for key, published in published_by_key.items():
-        versioned = [p for p in published if p[0] is not None]
-        if not versioned:
+    for key, top in top_by_key.items():
+        if top is None:
             continue  # bulk jobs without versions
-        top_version, top_etype, top_eid = max(versioned, key=lambda p: p[0])
+        top_version, top_etype, top_eid = top
         row = final_state.get(key) or {}
         if row.get("status") != top_etype:
             counts.wrong_keys += 1
-            stopped = top_eid in ids.get("stopped", ())
-            unsettled = (top_eid in waiting and not stopped) or scan.events[top_eid].dlq
+            is_stopped = top_eid in stopped
+            top_ev = scan.events[top_eid]
+            unsettled = bool(top_ev.where & WAITING and not is_stopped) or top_ev.dlq
             counts.unsettled_keys += unsettled
             anomalies.add(WRONG_FINAL_STATE, key, examples=[top_eid],
                           versions=scan.applied_versions.get(key, []),
                           detail=f"expected {top_etype} (v={top_version}), final "
                                  f"{row.get('status')} (v={row.get('version')})"
-                                 + (UNSETTLED_NOTE if unsettled else STOPPED_NOTE if stopped else ""))
+                                 + (UNSETTLED_NOTE if unsettled else STOPPED_NOTE if is_stopped else ""))
     counts.wrong_final_state_runs = int(counts.wrong_keys > 0)
 
 

@@ -74,8 +74,7 @@ def overlaps(history: Iterable[dict], eids: Iterable[str]) -> dict[str, str]:
     wanted = set(eids)
     if not wanted:
         return {}
-    history = list(history)
-    origin = history[0]["time"] if history else 0.0
+    origin = next(iter(history), {"time": 0.0})["time"]   # (a re-readable history: a list, a HistorySource)
     out: dict[str, str] = {}
     for eid, runs in apply_runs(history, wanted).items():
         for i, (p1, a1, b1) in enumerate(runs):

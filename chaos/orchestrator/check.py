@@ -3,25 +3,29 @@ run measured beside the counts (metrics, the faults' phases, notes, the trace)."
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from functools import partial
 from typing import Any
 
 from chaos.checker import check_run
 from chaos.events import Event
-from chaos.history import read_history
+from chaos.history import HistorySource
 from chaos.orchestrator.drain import leftovers
-from chaos.orchestrator.notes import fault_phases, late_fault_notes, work_metrics
+from chaos.orchestrator.notes import WorkNotes, fault_phases, late_fault_notes
 from chaos.orchestrator.rigwatch import RIG_ERRORS
 from chaos.orchestrator.run import Run
 from chaos.results import Counts, FinalState, RunMetrics, RunResult
 from chaos.strategies.delivery.base import GROUP
-from chaos.workload.final_state import read_final_state
+from chaos.workload.final_state import Intended, read_final_state
 from faults.effects import missing as missing_effect
 
 
-def check(run: Run, events: list[Event], faults: Sequence[Any] = ()) -> tuple[RunResult, list[dict]]:
-    """The run's RunResult and its history (the orchestrator's and nemesis's closed first).
-    A fault whose declared effect the history does not show makes the run unknown."""
+def check(run: Run, events: list[Event], faults: Sequence[Any] = ()) -> tuple[RunResult, HistorySource, WorkNotes]:
+    """The run's RunResult, its history (the orchestrator's and nemesis's closed first) and
+    what the check's pass over it noted. A fault whose declared effect the history does not
+    show makes the run unknown. The history is read from its files as the checker goes (a
+    chunk of each file at a time) and the streams' entries in pages: memory for the keys and
+    the events, not for every op (docs/performance.md)."""
     try:
         run.rig.check()     # a run shorter than the watch's period is checked too
         final, unread = read_final(run, events)
@@ -32,9 +36,7 @@ def check(run: Run, events: list[Event], faults: Sequence[Any] = ()) -> tuple[Ru
             writer.close()
         except OSError as exc:
             run.disk_full_or_raise(exc)
-    # (parsed while it was written: the watch kept every op)
-    history = (run.progress.history(run=run.index) if run.progress is not None
-               else read_history(run.dir, run=run.index))
+    history = HistorySource(run.dir, run=run.index)
     if not run.reasons and not run.rig.failures and not unread:
         run.reasons += leftovers(run, final)
     if run.rig.failures:     # a fault that failed on a broken rig is the rig's failure, not the fault's
@@ -42,23 +44,33 @@ def check(run: Run, events: list[Event], faults: Sequence[Any] = ()) -> tuple[Ru
         run.fault_errors = []
     elif not unread:
         run.reasons += missed_effects(faults, history)
-    result = check_run(history, final, run=run.index, unknown_reasons=run.reasons, seed=run.seed,
-                       rig_failures=run.rig.failures, explained=set().union(*(f.explains() for f in faults)),
-                       consumers_live=bool(run.live_consumers) and not unread)
+    notes = WorkNotes()
+    judge = partial(check_run, history, run=run.index, unknown_reasons=run.reasons, seed=run.seed,
+                    rig_failures=run.rig.failures, explained=set().union(*(f.explains() for f in faults)),
+                    observe=notes.observe)
+    try:
+        result = judge(final, consumers_live=bool(run.live_consumers) and not unread)
+    except RIG_ERRORS as exc:   # the streams are read in pages as the checker goes
+        run.rig_error(exc, "final-state read")
+        unread = (f"the final state could not be read ({type(exc).__name__}: {str(exc).strip()[:300]}): "
+                  f"the counts are left empty")
+        result = judge(empty_final(events), rig_failures=run.rig.failures)
     result.drain_end = run.drain_end or "not run"
     if unread:
         result.counts, result.anomalies, result.anomaly_counts, result.final_state = Counts(), [], {}, {}
         result.unknown_reasons.append(unread)
-    return result, history
+    return result, history, notes
 
 
-def missed_effects(faults: Sequence[Any], history: list[dict]) -> list[str]:
+def missed_effects(faults: Sequence[Any], history: Iterable[dict]) -> list[str]:
     """A reason for each fault whose declared effect (Fault.effect) the history does not show:
-    such a run tested nothing (docs/faults.md, "A fault must meet the workload")."""
+    such a run tested nothing (docs/faults.md, "A fault must meet the workload"). (It reads
+    the history into memory, for runs with such a fault only: faults.effects indexes it.)"""
     reasons = []
-    for fault in faults:
-        kind = getattr(fault, "effect", "")
-        reason = kind and missing_effect(kind, fault.name, history)
+    declared = [f for f in faults if getattr(f, "effect", "")]
+    ops = list(history) if declared else []
+    for fault in declared:
+        reason = missing_effect(fault.effect, fault.name, ops)
         if reason:
             reasons.append(reason)
     return reasons
@@ -73,7 +85,7 @@ def read_final(run: Run, events: list[Event]) -> tuple[FinalState, str]:
         return empty_final(events), f"the final state was not read ({broken}): the counts are left empty"
     try:
         return cell.pg(lambda conn: read_final_state(cell.redis, conn, cell.streams, GROUP,
-                                                     cell.strategy.ack.dlq, events)), ""
+                                                     cell.strategy.ack.dlq, events, paged=True)), ""
     except RIG_ERRORS as exc:
         run.rig_error(exc, "final-state read")
         return empty_final(events), (f"the final state could not be read ({type(exc).__name__}: {str(exc).strip()[:300]}): "
@@ -81,22 +93,23 @@ def read_final(run: Run, events: list[Event]) -> tuple[FinalState, str]:
 
 
 def empty_final(events: list[Event]) -> FinalState:
-    seen: dict[str, dict] = {}
-    for ev in events:
-        seen.setdefault(ev.event_id, ev.intended())
-    return FinalState(events=list(seen.values()))
+    return FinalState(events=Intended(events))
 
 
-def measure(run: Run, history: list[dict], started: float) -> RunMetrics:
-    """Work metrics, the faults' phases and the notes of a run, from its history."""
-    handled, work_s, fault_ops = work_metrics(history)
+def measure(run: Run, history: Iterable[dict], notes: WorkNotes, started: float) -> RunMetrics:
+    """Work metrics, the faults' phases and the notes of a run, from what the check's pass
+    over its history noted (the history is read again only when a fault started after the
+    last publish)."""
+    handled, work_s = notes.work()
+    fault_ops = notes.faults
     run.phases += fault_phases(fault_ops, run.index)
-    run.notes = [f"run {run.index}: {note}" for note in late_fault_notes(history, run.t0, fault_ops)]
+    run.notes = [f"run {run.index}: {note}"
+                 for note in late_fault_notes(history, run.t0, fault_ops, notes.last_publish)]
     return RunMetrics(run.index, run.seed, time.monotonic() - started, handled, work_s,
                       handled / work_s if work_s else None, str(run.dir))
 
 
-def trace(run: Run, result: RunResult, history: list[dict]) -> None:
+def trace(run: Run, result: RunResult, history: Iterable[dict]) -> None:
     """The run's ops, phases and notes as trace lines (`--trace`), when the cell asks for them."""
     out = run.cell.trace
     if out is None:

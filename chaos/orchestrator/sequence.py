@@ -51,8 +51,8 @@ def _execute(run: Run) -> tuple[RunResult, RunMetrics]:
         with run.phase("stop"):
             run.workers.stop_all(run.t0)
     with run.phase("check"):
-        result, history = checking.check(run, events, faults)
-    metrics = checking.measure(run, history, started)
+        result, history, notes = checking.check(run, events, faults)
+    metrics = checking.measure(run, history, notes, started)
     checking.trace(run, result, history)
     return result, metrics
 
@@ -68,7 +68,7 @@ def _until_heal(run: Run, events: list, producer_plans: list, faults: list[Any])
         run.raise_if_rig_failed()
         with run.phase("arm"):
             phases.arm(run, producer_plans, faults, threads)
-        run.progress = ProgressWatch(run.dir, keep=True)
+        run.progress = ProgressWatch(run.dir)   # (the check reads the history from its files)
         with run.phase("workload"):
             phases.workload(run, events)
     except RunAborted as exc:

@@ -1,6 +1,7 @@
 """The checker's regression set: runs of real cells (tests/checker/regression/*.tar.gz, made by
 its generate.py with the in-memory checker of before the streaming check) must give
-byte-identical JSON: the same verdict, counts, anomalies and final state."""
+byte-identical JSON: the same verdict, counts, anomalies and final state, whether the history
+is a list in memory or read lazily from the run dir (the orchestrator's streaming check)."""
 from __future__ import annotations
 
 import json
@@ -10,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from chaos.checker import check_run, summarize
-from chaos.history import read_history
+import chaos.history as history_module
+from chaos.history import HistorySource, iter_history, read_history
 from chaos.results import FinalState
 
 SAVED = sorted((Path(__file__).parent / "regression").glob("*.tar.gz"))
@@ -36,3 +38,47 @@ def test_the_regression_set_is_there() -> None:
 def test_in_memory_check_gives_the_saved_json(archive: Path, tmp_path: Path) -> None:
     final, args, expected = unpack(archive, tmp_path)
     assert as_text(check_run(read_history(tmp_path, run=args["run"]), final, **args)) == expected
+
+
+@pytest.mark.parametrize("archive", SAVED, ids=[p.name.removesuffix(".tar.gz") for p in SAVED])
+def test_streaming_check_gives_the_saved_json(archive: Path, tmp_path: Path) -> None:
+    """The history read lazily from its files (HistorySource), the final state's stream and
+    intended events given as one-shot iterators, as the orchestrator gives them."""
+    final, args, expected = unpack(archive, tmp_path)
+    final.stream_entries, final.events = iter(final.stream_entries), iter(final.events)
+    assert as_text(check_run(HistorySource(tmp_path, run=args["run"]), final, **args)) == expected
+
+
+def test_a_file_out_of_time_order_is_read_whole(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two threads of one process may write their ops in the other order than their times:
+    the lazy merge finds it, and the check is done again with that file sorted whole."""
+    archive = next(p for p in SAVED if p.name.startswith("baseline-none"))
+    final, args, expected = unpack(archive, tmp_path)
+    path = sorted((tmp_path / "history").glob("C*.jsonl"))[0]
+    lines = path.read_bytes().splitlines(keepends=True)
+    lines[100], lines[101] = lines[101], lines[100]
+    path.write_bytes(b"".join(lines))
+    monkeypatch.setattr(history_module, "CHUNK_LINES", 64)
+    source = HistorySource(tmp_path, run=args["run"])
+    assert as_text(check_run(source, final, **args)) == expected
+    assert source.sort_whole == {str(path)}
+    assert list(source) == read_history(tmp_path, run=args["run"])
+
+
+@pytest.mark.parametrize("chunk", [1, 3, 4096])
+def test_lazy_merge_is_read_history(chunk: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """iter_history gives read_history's ops in its order (ties by file, then line), whatever
+    the chunk; torn lines skipped alike."""
+    (tmp_path / "history").mkdir()
+    (tmp_path / "history" / "a.jsonl").write_bytes(
+        b'{"time":1.0,"process":"a","type":"ok","f":"x","n":1}\n{"time":2.0,"process":"a","type":"ok","f":"x","n":2}\n'
+        b'{"time":2.0,"process":"a","type":"ok","f":"x","n":3}\n{"time":5.0,"process":"a","type":"ok","f":"x","n":4}\n'
+        b'{"time":6.0,"process":"a","ty')
+    (tmp_path / "history" / "b.jsonl").write_bytes(
+        b'{"time":0.5,"process":"b","type":"ok","f":"x","n":5}\n{"time":2.0,"process":"b","type":"ok","f":"x","n":6}\n'
+        b'{"time":2.0,"process":"b","type":"ok","f":"x","n":7}\n{"time":9.0,"process":"b","type":"ok","f":"x","n":8}\n')
+    (tmp_path / "history" / "c.jsonl").write_bytes(b"")
+    monkeypatch.setattr(history_module, "CHUNK_LINES", chunk)
+    ops = list(iter_history(tmp_path, run=2))
+    assert ops == read_history(tmp_path, run=2)
+    assert [op["n"] for op in ops] == [5, 1, 2, 3, 6, 7, 4, 8]

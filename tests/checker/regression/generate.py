@@ -60,7 +60,9 @@ def main() -> None:
     original = checking.check_run
 
     def keeping(history, final, **kwargs):   # the orchestrator's call, kept beside the run dir
+        final.stream_entries, final.events = list(final.stream_entries), list(final.events)   # (read in pages)
         saved[Path(current["dir"])] = (final.to_json(), check_args(kwargs))
+        kwargs.pop("observe", None)
         return original(history, final, **kwargs)
 
     current: dict = {}

@@ -93,8 +93,18 @@ class FinalState:
         return cls(**{k: v for k, v in data.items() if v is not None})
 
 
+class Tally:
+    """A dataclass of whole-number figures that add field by field (runs summed into a cell)."""
+
+    def __add__(self, other: Any) -> Any:
+        return type(self)(**{f.name: getattr(self, f.name) + getattr(other, f.name) for f in fields(self)})
+
+    def as_dict(self) -> dict[str, int]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
 @dataclass
-class Counts:
+class Counts(Tally):
     """The measured figures of a run, or of a cell when summed (docs/checker.md defines each)."""
 
     published: int = 0
@@ -123,12 +133,6 @@ class Counts:
     negative_drift: int = 0
     unattempted: int = 0
     stopped_consuming: int = 0   # published events a live, healed consumer never consumed (liveness)
-
-    def __add__(self, other: Counts) -> Counts:
-        return Counts(**{f.name: getattr(self, f.name) + getattr(other, f.name) for f in fields(self)})
-
-    def as_dict(self) -> dict[str, int]:
-        return asdict(self)
 
 
 COUNT_NAMES = tuple(f.name for f in fields(Counts))

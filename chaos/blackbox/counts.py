@@ -1,6 +1,6 @@
 """The figures only the black-box view has, beside the checker's Counts.
 
-A leaf of the package: the config checks `[expect]` names against them and the verdict
+A leaf of the package (it imports only chaos/results.py's Tally): the config checks `[expect]` names against them and the verdict
 fills them in, so neither needs the other.
 """
 from __future__ import annotations
@@ -10,9 +10,11 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from chaos.results import Tally
+
 
 @dataclass
-class BlackBoxCounts:
+class BlackBoxCounts(Tally):
     """Figures only the black-box view has (the rest are the checker's Counts)."""
 
     effects: int = 0
@@ -26,12 +28,6 @@ class BlackBoxCounts:
     poison_pending: int = 0         # ... still pending at the end (retried or held forever)
     poison_undelivered: int = 0     # ... never read
     poison_dlq: int = 0             # dead-letter entries naming a poison event or no workload event
-
-    def __add__(self, other: BlackBoxCounts) -> BlackBoxCounts:
-        return BlackBoxCounts(**{k: getattr(self, k) + getattr(other, k) for k in self.__dataclass_fields__})
-
-    def as_dict(self) -> dict[str, int]:
-        return {k: getattr(self, k) for k in self.__dataclass_fields__}
 
 
 SETTLED, NO_PROGRESS, NOBODY_LEFT, NOT_RUN = "settled", "no progress", "no worker alive", "not run"

@@ -8,8 +8,10 @@ deleted right after (the clean-up script's case: before a restart under its name
 its PEL); `when=alive`: deleted while it works (its next XREADGROUP makes it again, with an
 empty PEL; its XACKs of the dropped entries then match nothing).
 
-The fault records which entries and events were dropped; the checker names the lost events
-among them `pel-dropped`.
+The fault deletes the consumer at a moment it holds an entry (it waits up to HOLD_WAIT_S for
+one: for `when=alive` the check and the deletion are one script), and records which entries
+and events were dropped; the checker names the lost events among them `pel-dropped`. A
+deletion that dropped nothing tested nothing: the run is `unknown`.
 """
 from __future__ import annotations
 
@@ -18,13 +20,27 @@ import time
 from typing import Any
 
 from chaos.params import Param
-from faults.effects import DIED_MID_WORK
+from faults.effects import STRUCK_UNSETTLED
 from faults.helpers import pick_worker, process_alive, wait_for_entries, wait_until, workload_streams
 from faults.interface import Fault, FaultContext, FaultError
 
-# KEYS: streams; ARGV[1]: the consumer. Every group of each stream (a black-box worker names its
-# own group). Per stream: {stream, {entry id, event id}...}
-_DROP = """local out = {}
+# KEYS: streams; ARGV[1]: the consumer; ARGV[2]: "1" to delete only if it holds an entry (else
+# return false). Every group of each stream (a black-box worker names its own group).
+# Per stream: {stream, {entry id, event id}...}
+_DROP = """if ARGV[2] == '1' then
+  local held = 0
+  for _, key in ipairs(KEYS) do
+    if redis.call('EXISTS', key) == 1 then
+      for _, g in ipairs(redis.call('XINFO', 'GROUPS', key)) do
+        for i = 1, #g, 2 do
+          if g[i] == 'name' then held = held + #redis.call('XPENDING', key, g[i + 1], '-', '+', 1, ARGV[1]) end
+        end
+      end
+    end
+  end
+  if held == 0 then return false end
+end
+local out = {}
 for _, key in ipairs(KEYS) do
   local dropped = {}
   if redis.call('EXISTS', key) == 1 then
@@ -50,20 +66,27 @@ end
 return out"""
 
 
-def delete_consumer(client: Any, streams: list[str], consumer: str) -> dict[str, Any]:
-    """XGROUP DELCONSUMER in every group of every stream, in one script with the read of what it drops."""
-    reply = client.eval(_DROP, len(streams), *streams, consumer)
+def delete_consumer(client: Any, streams: list[str], consumer: str, only_holding: bool = False) -> dict[str, Any] | None:
+    """XGROUP DELCONSUMER in every group of every stream, in one script with the read of what it drops.
+    `only_holding`: None, and nothing deleted, when the consumer holds no entry."""
+    reply = client.eval(_DROP, len(streams), *streams, consumer, "1" if only_holding else "0")
+    if reply is None:
+        return None
     entries: dict[str, list[str]] = {}
     events: list[str] = []
     for stream, flat in reply:
         entries[stream] = list(flat[::2])
         events += [e for e in flat[1::2] if e]
-    return {"dropped_entries": entries, "dropped_events": events}
+    return {"dropped_entries": entries, "dropped_events": events,
+            "unsettled": sum(len(ids) for ids in entries.values())}
+
+
+HOLD_WAIT_S = 2.0   # how long the fault waits for the consumer to hold an entry
 
 
 class DeleteConsumer(Fault):
-    # the deletion must meet work in flight (for when=dead: the kill just before it)
-    effect = DIED_MID_WORK
+    # the deletion dropped at least one entry (its start op's `unsettled`): the consumer held work
+    effect = STRUCK_UNSETTLED
     name = "delete-consumer"
     description = ("XGROUP DELCONSUMER of a consumer with entries pending (a clean-up script): its PEL "
                    "entries are dropped; when=dead kills it first, when=alive deletes it while it works")
@@ -86,14 +109,32 @@ class DeleteConsumer(Fault):
         consumer = worker.name.partition("#")[0]   # a restarted process keeps its consumer name
         client = ctx.cluster.direct_redis("primary")
         streams = workload_streams(client)
+        # at a moment it holds an entry (a consumer between two jobs holds none): at most HOLD_WAIT_S
+        deadline = time.monotonic() + HOLD_WAIT_S
+        while self.when == "dead" and not self._holds(client, streams, consumer) and time.monotonic() < deadline:
+            time.sleep(0.001)
         if self.when == "dead":
             worker.kill(signal.SIGKILL)
             if not wait_until(lambda: not process_alive(worker.pid), 5.0, 0.0005):
                 raise FaultError(f"fault {self.name!r}: {worker.name} (pid {worker.pid}) outlived its SIGKILL")
         started = time.monotonic()
-        dropped = delete_consumer(client, streams, consumer)
+        dropped = None
+        while self.when == "alive" and dropped is None and time.monotonic() < deadline:
+            dropped = delete_consumer(client, streams, consumer, only_holding=True)
+            if dropped is None:
+                time.sleep(0.001)
+        if dropped is None:
+            dropped = delete_consumer(client, streams, consumer)
         ctx.record("start", name=self.name, spec=self.spec, worker=worker.name, consumer=consumer,
                    when=self.when, **dropped)
         ctx.record("stop", name=self.name, worker=worker.name,
                    dropped=sum(len(v) for v in dropped["dropped_entries"].values()),
                    delete_s=round(time.monotonic() - started, 4))
+
+    @staticmethod
+    def _holds(client: Any, streams: list[str], consumer: str) -> bool:
+        for stream in streams:
+            for group in client.xinfo_groups(stream):
+                if client.xpending_range(stream, group["name"], "-", "+", 1, consumername=consumer):
+                    return True
+        return False

@@ -9,7 +9,9 @@ windows all fell between ops test nothing, and `valid` would say the strategy su
 
 The fault's own `fault` ops (value `name` = the fault's name, `phase` start/stop) place it
 in time; a composite fault (nemesis) is placed by the windows of the faults it ran between
-its own start and stop.
+its own start and stop. A fault that acts some time after its start (a failover that holds
+replication first) marks the moment it struck with a `fault` op carrying `step: kill` or
+`struck: true`; work in flight is judged there.
 """
 from __future__ import annotations
 
@@ -21,15 +23,29 @@ DIED_MID_WORK = "died-mid-work"
 PUBLISH_FAILED = "publish-failed"
 LINK_FAILED = "link-failed"
 WINDOW_HIT = "window-hit"
+STOPPED_MID_WORK = "stopped-mid-work"
+STRUCK_UNSETTLED = "struck-unsettled"
+CLAIMED_WHILE_RUNNING = "claimed-while-running"
+FAILPOINT_FIRED = "failpoint-fired"
+_IN_FLIGHT = ("the workload had work in flight (a publish still to come, an event published and not yet "
+              "acked, delivered and not yet applied, or an apply under way)")
 EFFECTS = {
-    DIED_MID_WORK: "the process died while the workload had work in flight (a publish still to come, "
-                   "an event published and not yet acked, delivered and not yet applied, or an apply "
-                   "under way)",
+    DIED_MID_WORK: f"when it struck (a process or the primary killed, a failover, the group or a consumer "
+                   f"deleted) {_IN_FLIGHT}",
+    STOPPED_MID_WORK: f"when it stopped the process {_IN_FLIGHT}",
     PUBLISH_FAILED: "at least one publish got `fail` or `info` after the fault started",
     LINK_FAILED: "at least one op on the cut link failed (an op `fail`/`info`, a `log` op of a broken link, "
                  "by a process the fault names in its start op's `worker`/`workers`, any process for a "
                  "shared link) during one of the fault's windows, or within LINK_GRACE_S of its end",
     WINDOW_HIT: "at least one op of the workload was in flight during one of the fault's windows",
+    STRUCK_UNSETTLED: "its start op records at least one entry it removed or dropped that was not yet acked "
+                      "(`unsettled`: pending in a group or not yet delivered)",
+    CLAIMED_WHILE_RUNNING: "an entry was claimed (a `deliver` via claim) by another consumer while the first "
+                           "still had it in hand (delivered to it and neither acked nor given up by it), "
+                           "during one of the fault's windows; for a fault that names its worker, one that "
+                           "worker held; for one that lists `failpoints`, one its holder reached them with",
+    FAILPOINT_FIRED: "a worker reached one of the failpoints its start op lists (`failpoints`: name -> action) "
+                     "and the failpoint acted (a `failpoint` op)",
 }
 WORK_OPS = frozenset({"publish", "deliver", "apply", "ack"})
 FAILED = frozenset({"fail", "info"})
@@ -45,9 +61,16 @@ def missing(kind: str, name: str, history: list[dict]) -> str | None:
         return f"fault {name} never started (no `fault` op with phase start): it tested nothing"
     if kind == LINK_FAILED:
         met = _link_failed(windows, history, _struck(name, history))
+    elif kind == CLAIMED_WHILE_RUNNING:
+        met = _claimed_while_running(name, windows, history, _struck(name, history))
+    elif kind in (DIED_MID_WORK, STOPPED_MID_WORK):
+        met = _died_mid_work(_strike(name, history, windows[0][0]), history)
+    elif kind == STRUCK_UNSETTLED:
+        met = any(_count(v.get("unsettled")) for v in _starts(name, history))
+    elif kind == FAILPOINT_FIRED:
+        met = _failpoint_fired(name, history)
     else:
-        met = {DIED_MID_WORK: _died_mid_work, PUBLISH_FAILED: _publish_failed,
-               WINDOW_HIT: _window_hit}[kind](windows, history)
+        met = {PUBLISH_FAILED: _publish_failed, WINDOW_HIT: _window_hit}[kind](windows, history)
     if met:
         return None
     return f"fault {name} missed the workload: expected {EFFECTS[kind]}; the history shows none"
@@ -87,10 +110,32 @@ def _windows(name: str, history: Iterable[dict]) -> list[tuple[float, float]]:
     return sorted(inner) if inner else own
 
 
-def _died_mid_work(windows: list[tuple[float, float]], history: list[dict]) -> bool:
+def _starts(name: str, history: Iterable[dict]) -> list[dict]:
+    return [_value(op) for op in history
+            if op.get("f") == "fault" and _value(op).get("name") == name and _value(op).get("phase") == "start"]
+
+
+def _count(value: Any) -> int:
+    """An `unsettled` record: a number, or ids (a list, or lists per stream)."""
+    if isinstance(value, dict):
+        return sum(_count(v) for v in value.values())
+    if isinstance(value, (list, tuple)):
+        return len(value)
+    return int(value or 0)
+
+
+def _strike(name: str, history: Iterable[dict], start: float) -> float:
+    """When the fault struck: its first op marked `step: kill` or `struck: true`, else its start."""
+    for op in history:
+        value = _value(op)
+        if op.get("f") == "fault" and value.get("name") == name and (value.get("step") == "kill" or value.get("struck")):
+            return op["time"]
+    return start
+
+
+def _died_mid_work(killed_at: float, history: list[dict]) -> bool:
     """At the kill, an event was published and not acked, delivered and not yet applied, an
     apply was under way, or a publish was still to come."""
-    killed_at = windows[0][0]
     unsettled: set[Any] = set()
     in_hand: set[Any] = set()
     open_applies = 0
@@ -163,3 +208,52 @@ def _window_hit(windows: list[tuple[float, float]], history: list[dict]) -> bool
             if any(invoked < start <= op["time"] for start, _ in windows):
                 return True
     return any(invoked < start for invoked in spans.values() for start, _ in windows)
+
+
+def _base(process: Any) -> str:
+    return str(process or "").split("#")[0]
+
+
+def _claimed_while_running(name: str, windows: list[tuple[float, float]], history: list[dict],
+                           struck: set[str] | None) -> bool:
+    """A `deliver ok via=claim` of an event by one consumer, inside a window, while another
+    consumer (one the fault names, if it names any) holds the event: delivered to it, not
+    yet acked, moved to the DLQ or given up (an apply that failed) by it. A fault whose start
+    op lists `failpoints` asks that the holder reached one of them with that event (the long
+    job itself, not any entry that waited past the min-idle time)."""
+    held: dict[Any, set[str]] = {}     # event -> consumers that hold it
+    named = None if struck is None else {_base(p) for p in struck}
+    points = _failpoints(name, history)
+    reached: set[tuple[str, Any]] = set()   # (consumer, event) that reached one of the fault's failpoints
+    for op in history:
+        f, kind, eid, who = op.get("f"), op.get("type"), op.get("event_id"), _base(op.get("process"))
+        if f == "deliver" and kind == "ok":
+            holders = held.setdefault(eid, set())
+            if op.get("via") == "claim" and any(start <= op["time"] <= stop for start, stop in windows):
+                if any(p != who and (named is None or p in named) and (not points or (p, eid) in reached)
+                       for p in holders):
+                    return True
+            holders.add(who)
+        elif f == "failpoint" and points.get(_value(op).get("name")) == _value(op).get("action"):
+            reached.add((who, eid))
+        elif (f in ("ack", "dlq") and kind != "invoke") or (f == "apply" and kind in FAILED):
+            held.get(eid, set()).discard(who)
+    return False
+
+
+def _failpoints(name: str, history: list[dict]) -> dict[str, str]:
+    """The failpoints (name -> action) the fault's start ops list."""
+    wanted: dict[str, str] = {}
+    for value in _starts(name, history):
+        wanted.update(value.get("failpoints") or {})
+    return wanted
+
+
+def _failpoint_fired(name: str, history: list[dict]) -> bool:
+    wanted = _failpoints(name, history)
+    for op in history:
+        if op.get("f") == "failpoint":
+            point = _value(op)
+            if point.get("name") in wanted and point.get("action") == wanted[point["name"]]:
+                return True
+    return False

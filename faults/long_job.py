@@ -18,14 +18,16 @@ from __future__ import annotations
 
 from chaos.errors import BadArguments
 from chaos.params import Param
+from faults.effects import CLAIMED_WHILE_RUNNING
 from faults.interface import Fault, FaultContext, Plan
 
 ALWAYS = 10**9
 
 
 class LongJob(Fault):
-    # none: it acts inside the workers (failpoint in_work ops); the suite checks the claim
-    effect = ""
+    # another consumer claimed the job while a run of it was still going (its start op opens a
+    # window to the end of the run: the job may come at any time)
+    effect = CLAIMED_WHILE_RUNNING
     name = "long-job"
     description = ("one selected job (or every k-th) runs longer than the claim idle time while other "
                    "consumers run XAUTOCLAIM: it is claimed and runs twice at once")
@@ -84,5 +86,5 @@ class LongJob(Fault):
         return {self.role: {"in_work": point}}
 
     def run(self, ctx: FaultContext) -> None:
-        ctx.record("info", name=self.name, spec=self.spec, duration_ms=self.duration_ms,
-                   note="the selected job pauses in its work (failpoint in_work ops)")
+        ctx.record("start", name=self.name, spec=self.spec, duration_ms=self.duration_ms,
+                   failpoints={"in_work": "pause"}, note="the selected job pauses in its work (failpoint in_work ops)")

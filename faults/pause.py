@@ -5,6 +5,7 @@ import signal
 from typing import Any
 
 from chaos.params import Param
+from faults.effects import STOPPED_MID_WORK
 from faults.helpers import pick_worker, process_alive
 from faults.interface import FaultContext
 from faults.window import WindowFault
@@ -12,6 +13,7 @@ from faults.window import WindowFault
 
 class Pause(WindowFault):
     name = "pause"
+    effect = STOPPED_MID_WORK   # the worker stopped while work was in flight
     description = "SIGSTOP one worker for a window, then SIGCONT it"
     params = (
         Param("role", "consumer", "the role of the worker"),

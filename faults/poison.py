@@ -8,13 +8,15 @@ from __future__ import annotations
 
 from chaos.errors import BadArguments
 from chaos.params import Param
-from faults.interface import Fault, Plan
+from faults.effects import FAILPOINT_FIRED
+from faults.interface import Fault, FaultContext, Plan
 
 ALWAYS = 10**9  # fire at every delivery
 
 
 class Poison(Fault):
     name = "poison"
+    effect = FAILPOINT_FIRED   # a selected event reached a consumer and its apply failed
     description = "make the selected events' apply fail at every attempt (a poison message)"
     params = (
         Param("key", "", "poison every event of this key (e.g. j7, 42)"),
@@ -29,6 +31,7 @@ class Poison(Fault):
     def validate(self) -> None:
         chosen = [n for n in ("key", "etype", "event_id") if getattr(self, n)]
         if self.source == "config":
+            self.effect = ""   # no failpoint: the black-box run's scorecard grades poison_handled
             if chosen:
                 raise BadArguments("fault 'poison:source=config' publishes the worker config's [poison] payload "
                                    f"on keys of its own: drop {', '.join(chosen)}=")
@@ -59,3 +62,9 @@ class Poison(Fault):
             if getattr(self, selector):
                 point[selector] = getattr(self, selector)
         return {self.role: {"before_apply": point}}
+
+    def run(self, ctx: FaultContext) -> None:
+        """The failpoints act in the workers; this records what they are (a selector that matches
+        no event of the workload leaves no `failpoint` op: the run tested nothing)."""
+        if self.source != "config":
+            ctx.record("start", name=self.name, spec=self.spec, failpoints={"before_apply": "fail"})

@@ -30,6 +30,7 @@ from typing import Any
 
 from chaos.errors import BadArguments
 from chaos.params import Param
+from faults.effects import DIED_MID_WORK
 from faults.failover_steps import KillAndPromote, replication_offsets
 from faults.helpers import raise_if
 from faults.interface import Fault, FaultContext, FaultError
@@ -60,6 +61,7 @@ def repl_offset(cluster: Any, node: str) -> int | None:
 
 class ReplicaOverflow(Fault):
     name = "replica-overflow"
+    effect = DIED_MID_WORK   # judged at its `step: kill` op: the primary killed while work was in flight
     takes_down = frozenset({"redis"})   # SIGSTOPs the replica, then kills the primary
     description = ("stall the replica during a burst until its output buffer limit drops its link, "
                    "then fail over while it resyncs over a slow link")

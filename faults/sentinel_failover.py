@@ -30,6 +30,7 @@ from typing import Any
 
 from chaos.errors import BadArguments
 from chaos.params import Param
+from faults.effects import DIED_MID_WORK
 from faults.failover_steps import confirm_replicating
 from faults.helpers import ToxicSet, raise_if, wait_for_entries, workload_streams
 from faults.interface import Fault, FaultContext, FaultError
@@ -49,6 +50,7 @@ SENTINEL_EVENTS = re.compile(r"[+-](sdown|odown|try-failover|elected-leader|sele
 
 class SentinelFailover(Fault):
     name = "sentinel-failover"
+    effect = DIED_MID_WORK   # judged when the primary fails (the op marked struck), after any hold
     takes_down = frozenset({"redis"})   # mode=kill kills the primary
     description = ("partition, kill or SENTINEL FAILOVER the primary (replication optionally held first); "
                    "Sentinel detects, elects and promotes the replica by itself (needs --topology sentinel)")
@@ -119,7 +121,8 @@ class SentinelFailover(Fault):
         self.beyond = self._beyond(old_client, replica_last)
         log_from = self._log_offsets(cluster)
         acted_at = time.monotonic()
-        ctx.record("info", name=self.name, step=self.mode, old_primary=self.old, acked_after_sync=self.beyond)
+        ctx.record("info", name=self.name, step=self.mode, struck=True, old_primary=self.old,
+                   acked_after_sync=self.beyond)
         if self.mode == "kill":
             cluster.kill_node(self.old)
             self.killed = True

@@ -21,6 +21,7 @@ import threading
 import time
 
 from chaos.params import Param
+from faults.effects import CLAIMED_WHILE_RUNNING
 from faults.helpers import pick_worker, process_alive
 from faults.interface import Fault, FaultContext, FaultError
 
@@ -29,6 +30,7 @@ STALL_POINTS = ("time", "after_read", "before_apply", "before_lock", "after_appl
 
 class XAutoClaim(Fault):
     name = "xautoclaim"
+    effect = CLAIMED_WHILE_RUNNING   # another consumer claimed what the stalled one held, during the stall
     description = "stall a consumer holding pending entries past min-idle-time so another XAUTOCLAIMs them"
     params = (
         Param("at", "before_apply", "the failpoint where the consumer stops itself, or time (SIGSTOP from "

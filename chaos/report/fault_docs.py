@@ -23,13 +23,17 @@ def _cell(value: Any) -> str:
 
 
 def render_markdown() -> str:
-    """One subsection per registered fault: its description and a parameter table."""
+    """One subsection per registered fault: its description, its effect and a parameter table."""
+    from faults.effects import EFFECTS
     from faults.registry import fault_class, fault_names
 
     out: list[str] = []
     for name in fault_names():
         summary = fault_class(name).summary()
         out += [f"### `{name}`", "", f"{summary['description']}.", ""]
+        effect = fault_class(name).effect
+        if effect:
+            out += [f"Must meet the workload: `{effect}` ({EFFECTS[effect]}).", ""]
         params = summary.get("params") or {}
         if params:
             out += ["| parameter | default | meaning |", "| --- | --- | --- |"]

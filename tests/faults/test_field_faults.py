@@ -38,7 +38,8 @@ def test_delconsumer_drops_only_that_consumers_pel_in_every_group(cluster) -> No
     r.xreadgroup("workers", "C1", {"field-del": ">"}, count=2)
     r.xreadgroup("workers", "C2", {"field-del": ">"}, count=1)
     dropped = delete_consumer(r, ["field-del"], "C1")
-    assert dropped == {"dropped_entries": {"field-del": ids[:2]}, "dropped_events": ["e1", "e2"]}
+    assert dropped == {"dropped_entries": {"field-del": ids[:2]}, "dropped_events": ["e1", "e2"],
+                       "unsettled": 2}
     left = r.xpending_range("field-del", "workers", "-", "+", 10)
     assert [(p["message_id"], p["consumer"]) for p in left] == [(ids[2], "C2")]
     _, claimed, *_ = r.xautoclaim("field-del", "workers", "C2", 0)    # nobody can claim the dropped ones
@@ -70,3 +71,26 @@ def test_a_failpoint_with_every_k_fires_on_the_kth_hits() -> None:
     from chaos.workload.failpoints import Failpoint
     point = Failpoint("in_work", "pause", count=10**9, every=3)
     assert [n for n in range(1, 10) if point.due(None, None, None)] == [3, 6, 9]
+
+
+def test_delete_only_when_holding_deletes_nothing_from_a_consumer_with_an_empty_pel(cluster) -> None:
+    r = cluster.direct_redis()
+    _stream(r, "field-hold")
+    r.xreadgroup("g", "C1", {"field-hold": ">"}, count=1)
+    r.xack("field-hold", "g", r.xpending_range("field-hold", "g", "-", "+", 10, "C1")[0]["message_id"])
+    assert delete_consumer(r, ["field-hold"], "C1", only_holding=True) is None
+    assert [c["name"] for c in r.xinfo_consumers("field-hold", "g")] == ["C1"], "deleted though it held nothing"
+    r.xreadgroup("g", "C1", {"field-hold": ">"}, count=1)
+    assert delete_consumer(r, ["field-hold"], "C1", only_holding=True)["unsettled"] == 1
+    assert r.xinfo_consumers("field-hold", "g") == []
+
+
+def test_the_trim_counts_the_unacked_entries_it_removes(cluster) -> None:
+    from faults.maxlen_trim import trim
+    r = cluster.direct_redis()
+    _stream(r, "field-trim")                                             # e1..e4
+    r.xreadgroup("g", "C1", {"field-trim": ">"}, count=2)               # e1, e2 pending
+    r.xack("field-trim", "g", r.xpending_range("field-trim", "g", "-", "+", 10, "C1")[0]["message_id"])  # e1 acked
+    assert trim(r, ["field-trim"], 1) == {"trimmed": {"field-trim": 3}, "unsettled": {"field-trim": 2}}  # e2, e3
+    assert r.xlen("field-trim") == 1
+    assert trim(r, ["field-trim"], 5) == {"trimmed": {"field-trim": 0}, "unsettled": {"field-trim": 0}}

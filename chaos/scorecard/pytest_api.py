@@ -48,9 +48,25 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     marker = metafunc.definition.get_closest_marker("scorecard")
     faults = (marker.kwargs.get("faults") if marker else None) or "all"
     from chaos.scorecard.plan import catalogue
-    cells = [c for c in catalogue(_topology(marker)) if not c.skipped] if faults == "all" else None
+    config = _marked_config(metafunc)
+    cells = [c for c in catalogue(_topology(marker), config) if not c.skipped] if faults == "all" else None
     specs = [c.spec for c in cells] if cells is not None else [f.strip() for f in faults.split(",") if f.strip()]
     metafunc.parametrize("scorecard_fault", specs, ids=specs)
+
+
+def _marked_config(metafunc: pytest.Metafunc) -> Any:
+    """The ``blackbox`` marker's worker config, when it names one that loads (its poison cell
+    runs only where it declares ``[poison]``); else None (a bad one fails the test itself)."""
+    marker = metafunc.definition.get_closest_marker("blackbox")
+    value = marker.kwargs.get("config") if marker else None
+    if value is None:
+        return None
+    from chaos.blackbox.errors import ConfigError
+    from chaos.blackbox.pytest_api import _config
+    try:
+        return _config(value, Path(str(metafunc.config.rootpath)))
+    except ConfigError:
+        return None
 
 
 def scorecard(request: pytest.FixtureRequest, cluster: Any, command: str, config: Any, config_path: str,

@@ -63,3 +63,19 @@ def test_the_marker_parametrizes_one_test_per_catalogue_cell(tmp_path):
     collected = [line for line in done.stdout.splitlines() if "::test_grid[" in line]
     assert len(collected) == len(specs) > 10, done.stdout + done.stderr
     assert "test_grid.py::test_grid[kill-consumer:at_ms=500]" in collected
+
+
+def test_the_marker_runs_the_poison_cell_where_the_config_declares_poison(tmp_path):
+    (tmp_path / "test_grid.py").write_text(
+        "import pytest\n\n"
+        "@pytest.mark.blackbox(command='python -m examples.redis_py_cas', config=%r)\n"
+        "@pytest.mark.scorecard\ndef test_cas(scorecard_fault):\n    pass\n\n"
+        "@pytest.mark.blackbox(command='python -m examples.redis_py_ack_first', config=%r)\n"
+        "@pytest.mark.scorecard\ndef test_ack_first(scorecard_fault):\n    pass\n"
+        % (str(ROOT / "examples/redis_py_cas.toml"), str(ROOT / "examples/redis_py_ack_first.toml")))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    done = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "chaos.plugin",
+                           "-p", "no:cacheprovider", "test_grid.py"], cwd=tmp_path, env=env, text=True,
+                          capture_output=True, timeout=120)
+    assert "test_grid.py::test_cas[poison:source=config]" in done.stdout, done.stdout + done.stderr
+    assert "test_ack_first[kill-consumer:at_ms=500]" in done.stdout and "test_ack_first[poison" not in done.stdout

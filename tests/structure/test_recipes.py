@@ -1,12 +1,22 @@
-"""The newcomer's three recipes, each done once: a fault, a preset (and a guard), an expectation row.
+"""CONTRIBUTING.md's recipes, each done once: a fault, a preset (and a guard), an expectation
+row, a row in a `CELLS` area, a new area with its suite.
 
-Each goes through the public registries only (FAULTS, PRESETS, GUARDS, an area module's
-ROWS), as the README tells a newcomer to do it, and the fault and the preset then run in
-a real cell on the cluster fixture, judged by the row that was added.
+The first three go through the public registries only (FAULTS, PRESETS, GUARDS, an area
+module's ROWS), and the fault and the preset then run in a real cell on the cluster fixture,
+judged by the row that was added. The last two are file edits, made as CONTRIBUTING.md
+says in a copy of the checkout's code; pytest then runs the new cells in that copy, each
+judged by its row, and the files each recipe changed are counted against the page's number.
 """
 from __future__ import annotations
 
+import filecmp
+import os
+import re
+import shutil
 import signal
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any, Callable
 
 import pytest
@@ -110,3 +120,112 @@ def test_the_recipes_run_in_a_real_cell_judged_by_the_new_row(recipes, cluster) 
     assert cell.counts.published == 4 and cell.counts.handled == 4
     stops = [p for p in cell.phases if p.name == f"fault:{FAULT}"]
     assert len(stops) == 2, cell.phases   # the fault acted once in each run
+
+
+# -- the file recipes: a row in a CELLS area, a new area with its suite -------------------------
+ROOT = Path(__file__).resolve().parents[2]
+COPIED = ("chaos", "faults", "suites", "conftest.py", "pyproject.toml", "docs/expectations.md")
+CELLS_ROW = '''    Cell("p2-business", ("publish-blip:duration_ms=900",), 1,
+         dict(wrong_final_state_runs=eq(0), published=eq(2 * RUNS)),
+         note="a longer blip: CAS on the business version still ends paid", id="recipe-cells-row"),
+'''
+AREA = "recipe_area"
+AREA_MODULE = '''"""The recipe test's area: a consumer stopped for a moment only delays a single consumer."""
+from chaos.expectations.cells import Cell, rows
+from chaos.expectations.table import eq
+
+CELLS = [Cell("s1", ("pause:at_ms=50,duration_ms=150",), 1, dict(lost=eq(0), wrong_final_state_runs=eq(0)),
+              note="the recipe's new area", id="recipe-area-cell")]
+ROWS = rows(CELLS)
+'''
+AREA_SUITE = f'''import pytest
+
+from chaos.expectations.{AREA} import CELLS
+
+
+@pytest.mark.parametrize("cell", CELLS, ids=[c.test_id for c in CELLS])
+def test_{AREA}_cell(cell, chaos_cell) -> None:
+    chaos_cell(cell)
+'''
+
+
+def recipe_files(heading: str) -> int:
+    """The file count CONTRIBUTING.md gives a recipe: '## <heading> (...; N files ...)'."""
+    found = re.search(rf"^## {re.escape(heading)} \([^)]*?(\d+) files", (ROOT / "CONTRIBUTING.md").read_text(), re.M)
+    assert found, f"CONTRIBUTING.md has no heading '## {heading} (... N files ...)'"
+    return int(found.group(1))
+
+
+def changed(copy: Path) -> list[str]:
+    """The files of the copy that differ from the checkout's (or are new)."""
+    out = []
+    for path in sorted(copy.rglob("*")):
+        rel = path.relative_to(copy)
+        if path.is_file() and "__pycache__" not in rel.parts and ".pytest_cache" not in rel.parts:
+            original = ROOT / rel
+            if not original.is_file() or not filecmp.cmp(path, original, shallow=False):
+                out.append(str(rel))
+    return out
+
+
+def in_copy(copy: Path, *argv: str, timeout: float = 300) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(copy)}
+    for name in ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_ADDOPTS"):
+        env.pop(name, None)
+    return subprocess.run([sys.executable, *argv], cwd=copy, env=env, text=True, capture_output=True,
+                          timeout=timeout)
+
+
+@pytest.fixture
+def checkout_copy(tmp_path: Path) -> Path:
+    copy = tmp_path / "checkout"
+    for name in COPIED:
+        source, target = ROOT / name, copy / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if source.is_dir():
+            shutil.copytree(source, target, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copy2(source, target)
+    return copy
+
+
+@pytest.mark.slow(seconds=60)
+def test_a_cells_row_and_a_new_area_with_its_suite_as_contributing_says(checkout_copy: Path) -> None:
+    copy = checkout_copy
+    # A row in a CELLS area: one Cell(...) in the area's CELLS list, then the generated page.
+    area = copy / "chaos/expectations/producer.py"
+    text = area.read_text()
+    assert text.count("\n]\nROWS = rows(CELLS)") == 1, "producer.py's CELLS list no longer ends before ROWS"
+    area.write_text(text.replace("\n]\nROWS = rows(CELLS)", "\n" + CELLS_ROW + "]\nROWS = rows(CELLS)"))
+    page = in_copy(copy, "-m", "chaos.expectations.markdown", "--write", "docs/expectations.md")
+    assert page.returncode == 0, page.stderr
+    row_files = changed(copy)
+    assert row_files == ["chaos/expectations/producer.py", "docs/expectations.md"], row_files
+    assert len(row_files) == recipe_files("Adding an expectation row")
+
+    # A new area with its suite: the module, its name in AREA_MODULES, the suite, the page.
+    (copy / f"chaos/expectations/{AREA}.py").write_text(AREA_MODULE)
+    init = copy / "chaos/expectations/__init__.py"
+    listed = init.read_text().replace('AREA_MODULES = ("ordering",', f'AREA_MODULES = ("{AREA}", "ordering",')
+    assert listed != init.read_text(), "AREA_MODULES is no longer written as a tuple starting with ordering"
+    init.write_text(listed)
+    (copy / f"suites/{AREA}").mkdir()
+    (copy / f"suites/{AREA}/test_{AREA}.py").write_text(AREA_SUITE)
+    page = in_copy(copy, "-m", "chaos.expectations.markdown", "--write", "docs/expectations.md")
+    assert page.returncode == 0, page.stderr
+    area_files = sorted(set(changed(copy)) - {"chaos/expectations/producer.py"})
+    assert area_files == ["chaos/expectations/__init__.py", f"chaos/expectations/{AREA}.py", "docs/expectations.md",
+                          f"suites/{AREA}/test_{AREA}.py"], area_files
+    assert len(area_files) == recipe_files("Adding an area with its suite")
+    assert "recipe-area-cell" not in (ROOT / "docs/expectations.md").read_text()
+    for note in ("the recipe's new area", "a longer blip: CAS on the business version still ends paid"):
+        assert note in (copy / "docs/expectations.md").read_text(), f"the generated page lacks the row: {note}"
+
+    # pytest runs both new cells in the copy, each judged by its row (a cell without a row fails).
+    done = in_copy(copy, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rA",
+                   f"suites/{AREA}", "suites/producer", "-k", "recipe-area-cell or recipe-cells-row")
+    out = done.stdout + done.stderr
+    assert done.returncode == 0, out[-4000:]
+    assert re.search(r"\b2 passed", out), out[-2000:]
+    for test in (f"test_{AREA}_cell[recipe-area-cell]", "test_publish_blip_cell[recipe-cells-row]"):
+        assert re.search(rf"PASSED suites/\S+::{re.escape(test)}", out), out[-2000:]

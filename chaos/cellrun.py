@@ -16,13 +16,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from chaos.cellspec import CellSpec
 from chaos.results import CellResult
 from chaos.errors import RigFailure
-from chaos.expectations import Expectation, UnknownVerdict, assert_cell, expect, table
+from chaos.expectations import Expectation, UnknownVerdict, assert_cell, expect_cell, table
 from chaos.expectations.cells import Cell
 from chaos.history import read_history
 from chaos.report.allure_cell import report_cell
-from chaos.replay import reproduce_command
 from chaos.report.rows import UNKNOWN_OUTCOME, cell_row, headline
 
 LOOK_UP = True   # `expected=LOOK_UP`: the expectation table's row for the cell's exact parameters
@@ -144,7 +144,7 @@ def run(cell: Cell, cluster: Any, options: Any, *, runs: int | None = None, fixe
     says, so they need an explicit `expected`. A fault that did not heal rebuilds the cluster
     and raises.
     """
-    from chaos.orchestrator import run_cell
+    from chaos.orchestrator import run_spec
     from faults.interface import FaultError
 
     if failpoints and expected is LOOK_UP:
@@ -154,34 +154,25 @@ def run(cell: Cell, cluster: Any, options: Any, *, runs: int | None = None, fixe
 
     default_runs = runs or cell.runs
     count = default_runs if fixed_runs else (getattr(options, "runs", None) or default_runs)
-    scale = time_scale or options.time_scale
+    spec = cell.spec.but(runs=count, seed=options.seed, time_scale=time_scale or options.time_scale,
+                         backend=getattr(options, "backend", None))
     try:
-        result = run_cell(cluster, cell.preset, list(cell.faults), runs=count, seed=options.seed,
-                          time_scale=scale, parts=dict(cell.parts) or None,
-                          failpoints=dict(failpoints) if failpoints else None, keep_runs="always")
+        result = run_spec(cluster, spec, failpoints=dict(failpoints) if failpoints else None, keep_runs="always")
     except FaultError as exc:
         cluster.rebuild(reason=f"fault did not heal: {exc}")  # the next test gets a sound topology
         raise
-    if expected is True:
-        expectation = expect(cell.preset, list(cell.faults), dict(cell.parts))
-    else:
-        expectation = expected or None
+    expectation = expect_cell(spec) if expected is True else expected or None
     cell_area = area_of(expectation, area)
-    again = reproduce_command(cell.preset, list(cell.faults), dict(cell.parts), count, options.seed, scale,
-                              getattr(options, "backend", None))
-    row = cell_row(result, area=cell_area, preset=cell.preset, fault=list(cell.faults),
-                   expected=expectation, parts=cell.parts, reproduce=again)
+    row = cell_row(result, spec, area=cell_area, expected=expectation, reproduce=spec.replay())
     judged = expected is not False and expected is not None
     outcome = CellRun(cell, result, expectation, cell_area, row, judged=judged)
     if histories:
         outcome.histories  # noqa: B018 - read now
-    _report(outcome, options.seed, scale)
+    _report(outcome, spec)
     return outcome
 
 
-def _report(outcome: CellRun, seed: int, time_scale: float) -> None:
+def _report(outcome: CellRun, spec: CellSpec) -> None:
     """Labels, parameters, steps and attachments in Allure (a no-op when it is not reporting)."""
-    cell, result = outcome.cell, outcome.result
-    report_cell(result, area=outcome.area, preset=cell.preset, fault=outcome.fault, parts=dict(cell.parts),
-                runs=result.run_count, seed=seed, time_scale=time_scale, expected=outcome.expectation,
-                histories=outcome._histories, reproduce=outcome.row["reproduce"])
+    report_cell(outcome.result, spec.but(runs=outcome.result.run_count), area=outcome.area,
+                expected=outcome.expectation, histories=outcome._histories, reproduce=outcome.row["reproduce"])

@@ -24,6 +24,12 @@ from chaos.replay import reproduce_command
 NO_FAULT = "none"
 
 
+def split_faults(text: str) -> list[str]:
+    """`a:k=v+b` (several faults written as one item, as `matrix --faults` and a summary row's
+    `fault` take them) -> the fault specs; `none` -> []. The one place `+` is read."""
+    return [] if text in ("", NO_FAULT) else [f for f in text.split("+") if f]
+
+
 @dataclass(frozen=True)
 class Spec:
     """A parsed `name:k=v,...` spec; the values stay text, checked by the owner of the name."""

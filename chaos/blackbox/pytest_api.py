@@ -38,6 +38,7 @@ import pytest
 from chaos.blackbox import expect as expectations
 from chaos.blackbox.config import WorkerConfig, load_config, parse_config
 from chaos.blackbox.session import BlackBoxCell, run_blackbox
+from chaos.cellspec import CellSpec, Spec
 from chaos.errors import RigFailure
 from chaos.expectations.table import UnknownVerdict
 from chaos.replay import blackbox_command
@@ -136,14 +137,14 @@ def report(cell: BlackBoxCell, *, area: str, command: str, bounds: dict, seed: i
     result = cell.cell
     result.wall_s = wall_s
     expected = expectations.expectation(bounds, cell.extra)
-    row = cell_row(result, area=area, preset="blackbox", fault=cell.faults, expected=expected,
-                   reproduce=reproduce)
-    row["preset"] = command          # the consumer's own command names the cell
+    # the consumer's own command names the cell (a name, not a preset spec: never parsed)
+    spec = CellSpec(Spec(command), tuple(Spec.parse(f, "fault spec") for f in cell.faults),
+                    runs=result.run_count, seed=seed, time_scale=time_scale)
+    row = cell_row(result, spec, area=area, expected=expected, reproduce=reproduce)
     extra = {**cell.extra.as_dict(), "stalled_after_heal_s": cell.stalled_after_heal_s,
              "undelivered": result.counts.undelivered}
     row["blackbox"] = {"worker_cmd": command, **extra}
-    report_cell(result, area=row["area"], preset=command, fault="+".join(cell.faults) or "none", parts={},
-                runs=result.run_count, seed=seed, time_scale=time_scale, expected=expected,
+    report_cell(result, spec, area=row["area"], expected=expected,
                 histories=[r.history for r in cell.runs], reproduce=reproduce,
                 extra_json={**extra, "blackbox": {"worker_cmd": command}})
     return row

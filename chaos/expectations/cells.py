@@ -10,7 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from chaos.expectations.table import Row, cell_name, row
+from chaos.cellspec import CellSpec
+from chaos.expectations.table import Row, row
 
 
 @dataclass(frozen=True)
@@ -26,19 +27,22 @@ class Cell:
     id: str = ""
 
     @property
+    def spec(self) -> CellSpec:
+        """The cell's parsed identity (its own run count; seed and time scale are the session's)."""
+        return CellSpec.parse(self.preset, self.faults, self.parts, runs=self.runs)
+
+    @property
     def fault_names(self) -> str:
-        return cell_name(self.preset, list(self.faults))[1]
+        return self.spec.fault_names
 
     @property
     def params(self) -> dict[str, str]:
         """The row key's parameters: preset's, faults' (``<fault>.<k>``) and replaced parts."""
-        _, _, params = cell_name(self.preset, list(self.faults))
-        params.update({slot: spec for slot, spec in self.parts.items()})
-        return params
+        return self.spec.params
 
     @property
     def preset_name(self) -> str:
-        return self.preset.partition(":")[0]
+        return self.spec.preset.name
 
     def row(self) -> Row:
         return row(self.preset_name, self.fault_names, note=self.note, params=self.params, **self.bounds)

@@ -15,6 +15,7 @@ delivery's `prefetches`) decides which bounds it must meet, never their names.
 """
 from __future__ import annotations
 
+from chaos.cellspec import Spec
 from chaos.expectations.cells import Cell, rows
 from chaos.expectations.table import each_run, eq, ge, le
 from chaos.strategies.presets import PRESETS, Strategy, resolve
@@ -33,7 +34,7 @@ WAIT_PRESET = "s1:wait_replicas=1,wait_ms=25"  # 25 ms: at most ~20 publishes fi
 
 
 def _strategy(preset: str) -> Strategy:
-    return resolve(preset.partition(":")[0])
+    return resolve(Spec.parse(preset, "preset").name)
 
 
 def fits(preset: str) -> bool:

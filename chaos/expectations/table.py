@@ -12,8 +12,8 @@ import math
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
+from chaos.cellspec import CellSpec, Spec, split_faults
 from chaos.results import COUNT_NAMES, UNKNOWN, CellResult
-from chaos.params import parse_spec
 
 PER_RUN_COUNTS = frozenset({"wrong_final_state_runs"})  # at most one per run: shown as x/runs
 LIVENESS = "stopped_consuming"   # promised by every expectation that does not bound it (Expectation.checked)
@@ -339,6 +339,15 @@ class Row:
     def cell_key(self) -> tuple[str, str, tuple[tuple[str, str], ...]]:
         return self.preset, self.fault, _normal_params(self.params)
 
+    @property
+    def fault_names(self) -> list[str]:
+        """The row's faults by name (`none` for none)."""
+        return [f.name for f in self.spec().faults] or [NO_FAULT]
+
+    def spec(self) -> CellSpec:
+        """The CellSpec that runs this row (its own parameters; runs and seed left to the caller)."""
+        return key_spec(self.preset, self.fault, self.params)
+
 
 def row(preset: str, fault: str = NO_FAULT, *, note: str = "", params: Mapping[str, Any] | None = None,
         **bounds: Any) -> Row:
@@ -351,24 +360,35 @@ def _normal_params(params: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
 
 
 def cell_name(preset: str, fault: str | Iterable[str] | None) -> tuple[str, str, dict[str, str]]:
-    """Normalize a preset spec and one or several fault specs into (preset, fault, params).
+    """Normalize a preset spec and one or several fault specs into (preset, fault, params): the
+    key of the CellSpec they parse to (see chaos.cellspec; `expect()`'s string edge).
 
     Several faults are joined with `+` in the given order; their parameters are merged
     (fault parameters keyed `<fault>.<k>`, so they cannot collide with the preset's).
     """
-    preset_name, params = parse_spec(preset, "preset")
-    if fault is None:
-        faults = [NO_FAULT]
-    elif isinstance(fault, str):
-        faults = [fault]
-    else:
-        faults = list(fault) or [NO_FAULT]
-    names = []
-    for spec in faults:
-        name, fault_params = parse_spec(spec, "fault spec")
-        names.append(name)
-        params.update({f"{name}.{k}": v for k, v in fault_params.items()})
-    return preset_name, "+".join(names), params
+    given = [NO_FAULT] if fault is None else [fault] if isinstance(fault, str) else list(fault) or [NO_FAULT]
+    return CellSpec.parse(preset, given).key
+
+
+def key_spec(preset: str, fault: str | None, params: Mapping[str, Any] | None) -> CellSpec:
+    """A row key (a Row's, or a summary row's `preset`, `fault`, `params`) back to the CellSpec
+    that runs it: the inverse of CellSpec.key, and the one place a key's `a+b` fault names and
+    `<fault>.<k>` parameters are taken apart. Parameters named by a part's slot are replaced parts."""
+    from chaos.strategies.presets import SLOTS
+    names = split_faults(str(fault or NO_FAULT))
+    own: dict[str, str] = {}
+    per_fault: dict[str, dict[str, str]] = {name: {} for name in names}
+    parts: dict[str, str] = {}
+    for key, value in (params or {}).items():
+        owner, dot, param = str(key).partition(".")
+        if dot and owner in per_fault:
+            per_fault[owner][param] = str(value)
+        elif key in SLOTS:
+            parts[str(key)] = str(value)
+        else:
+            own[str(key)] = str(value)
+    return CellSpec(Spec.of(str(preset), own), tuple(Spec.of(n, p) for n, p in per_fault.items()),
+                    tuple((slot, Spec.parse(text, f"part {slot}")) for slot, text in parts.items()))
 
 
 class ExpectationTable:

@@ -12,10 +12,11 @@ import json
 import os
 import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from chaos.cellspec import NO_FAULT, CellSpec, split_faults
 from chaos.cluster.servers import ENV as SERVER_ENV
 from chaos.results import (INVALID, LOST, REORDERED, STOPPED_CONSUMING, UNEXPECTED, UNKNOWN, VALID, WRONG_FINAL_STATE,
                             CellResult)
@@ -80,22 +81,22 @@ def trace_text(history: list[dict]) -> str:
     return "\n".join(trace_lines(history)) + "\n"
 
 
-def cell_object(result: CellResult, *, preset: str, fault: str, parts: Mapping[str, str], runs: int, seed: int,
-                time_scale: float, expected: Any, area: str | None = None, reproduce: str | None = None,
-                extra_json: Mapping[str, Any] | None = None) -> dict:
+def cell_object(result: CellResult, spec: CellSpec, *, expected: Any, area: str | None = None,
+                reproduce: str | None = None, extra_json: Mapping[str, Any] | None = None) -> dict:
     """The `run --json` object of the cell, plus area, parts, notes and phases. `reproduce`: the
-    replay command the caller built (default: a preset cell's, from these arguments); `extra_json`:
-    more keys (a black-box cell's figures)."""
+    replay command the caller built (default: `spec.replay()`); `extra_json`: more keys (a
+    black-box cell's figures)."""
     mismatches = expected.mismatches(result) if expected is not None else []
     extra: dict[str, Any] = {}
     if getattr(result, "wall_s", None) is not None:
         extra["wall_s"] = round(result.wall_s, 3)
     if getattr(result, "run_root", None) is not None:
         extra["run_dir"] = result.run_root
-    out = result.to_json(preset=preset, fault=fault, runs=runs, seed=seed, time_scale=time_scale,
-                         expected=expected, mismatches=mismatches, matches_expectation=not mismatches,
-                         area=area, parts=dict(parts), notes=list(getattr(result, "notes", None) or []),
-                         reproduce=reproduce or _reproduce(preset, fault, parts, runs, seed, time_scale), **extra)
+    out = result.to_json(preset=spec.preset_text, fault=spec.fault_text, runs=spec.runs, seed=spec.seed,
+                         time_scale=spec.time_scale, expected=expected, mismatches=mismatches,
+                         matches_expectation=not mismatches, area=area, parts=spec.part_texts,
+                         notes=list(getattr(result, "notes", None) or []), reproduce=reproduce or spec.replay(),
+                         **extra)
     out.update(extra_json or {})
     phases = getattr(result, "phases", None) or []
     if phases:
@@ -106,41 +107,31 @@ def cell_object(result: CellResult, *, preset: str, fault: str, parts: Mapping[s
     return out
 
 
-def _reproduce(preset: str, fault: str, parts: Mapping[str, str], runs: int, seed: int, time_scale: float) -> str:
-    """The command that replays the cell (the same as `chaos run` prints)."""
-    from chaos.replay import reproduce_command
-    faults = [] if fault in ("", "none") else list(_fault_specs(fault))
-    return reproduce_command(preset, faults, dict(parts), runs, seed, time_scale)
-
-
-def _fault_specs(fault: str) -> Sequence[str]:
-    """`promote-replica:after_entries=100+latency:...` -> the specs (`+` joins several)."""
-    return [f for f in fault.split("+") if f]
-
-
-def report_cell(result: CellResult, *, area: str, preset: str, fault: str, parts: Mapping[str, str] | None,
-                runs: int, seed: int, time_scale: float, expected: Any,
-                histories: list[list[dict]] | None = None, reproduce: str | None = None,
-                extra_json: Mapping[str, Any] | None = None) -> None:
+def report_cell(result: CellResult, spec: CellSpec | None = None, *, area: str, expected: Any,
+                preset: str = "", fault: str = "", parts: Mapping[str, str] | None = None, runs: int = 1,
+                seed: int = 0, time_scale: float = 1.0, histories: list[list[dict]] | None = None,
+                reproduce: str | None = None, extra_json: Mapping[str, Any] | None = None) -> None:
     """Attach the cell to the current Allure test (see the module doc); a no-op without Allure.
 
-    `preset` and `fault` are the specs as run (`s1:paid_at_ms=300`, `a:k=v+b`); `expected`
-    is the row's Expectation or None; `histories[i]` is run i's merged history when the
-    caller already read it (else it is read from `result.run_dirs`); `reproduce` and
-    `extra_json` as for `cell_object` (a black-box cell gives both).
+    `spec` is the cell as run; without it, `preset`, `fault` (`a:k=v+b`), `parts`, `runs`,
+    `seed` and `time_scale` are parsed into one here. `expected` is the row's Expectation or
+    None; `histories[i]` is run i's merged history when the caller already read it (else it is
+    read from `result.run_dirs`); `reproduce` and `extra_json` as for `cell_object` (a
+    black-box cell gives both).
     """
     if not allure_active():
         return
     import allure
 
-    parts = dict(parts or {})
-    label = f"{preset} x {fault}" + "".join(f" [{slot}={spec}]" for slot, spec in parts.items())
-    obj = cell_object(result, preset=preset, fault=fault, parts=parts, runs=runs, seed=seed,
-                      time_scale=time_scale, expected=expected, area=area, reproduce=reproduce,
-                      extra_json=extra_json)
+    if spec is None:
+        spec = CellSpec.parse(preset, split_faults(fault or NO_FAULT), parts, runs=runs, seed=seed,
+                              time_scale=time_scale)
+    label = spec.label
+    obj = cell_object(result, spec, expected=expected, area=area, reproduce=reproduce, extra_json=extra_json)
     as_expected = expected is not None and bool(obj.get("matches_expectation"))
-    shown = {"preset": preset, "fault": fault or "none", **{f"part {slot}": spec for slot, spec in parts.items()},
-             "runs": runs, "time scale": time_scale}
+    shown = {"preset": spec.preset_text, "fault": spec.fault_text,
+             **{f"part {slot}": text for slot, text in spec.part_texts.items()},
+             "runs": spec.runs, "time scale": spec.time_scale}
     earlier = _reported_before(label, _description(obj))
     if earlier:  # a test that runs several cells: each further one in a step of its own
         number = len(earlier) + 1
@@ -154,8 +145,8 @@ def report_cell(result: CellResult, *, area: str, preset: str, fault: str, parts
         return
     allure.dynamic.title(label)
     allure.dynamic.epic(area)
-    allure.dynamic.feature(preset.partition(":")[0])
-    allure.dynamic.story("+".join(f.partition(":")[0] for f in _fault_specs(fault)) or "none")
+    allure.dynamic.feature(spec.preset.name)
+    allure.dynamic.story(spec.fault_names)
     allure.dynamic.severity(allure.severity_level(severity(result)))
     allure.dynamic.tag(result.verdict)
     if result.rig_failures:
@@ -166,7 +157,7 @@ def report_cell(result: CellResult, *, area: str, preset: str, fault: str, parts
     _hide_other_parameters(set(shown) | {"seed"})
     for name, value in shown.items():
         allure.dynamic.parameter(name, _Plain(value))
-    allure.dynamic.parameter("seed", _Plain(seed), excluded=True)  # a new seed continues the same history
+    allure.dynamic.parameter("seed", _Plain(spec.seed), excluded=True)  # a new seed continues the same history
     allure.dynamic.description(_description(obj))
     _cell_contents(result, obj, histories, as_expected)
 

@@ -25,6 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from chaos.cellspec import NO_FAULT, CellSpec, split_faults
+
 ROW_KEYS = ("area", "preset", "fault", "params", "runs", "lost", "duplicated", "reordered",
             "wrong_final_state_runs", "pending_left", "unattempted", "verdict", "expected", "match", "wall_s")
 # beside the row keys, kept from the `run --json` object for the page and for people
@@ -38,32 +40,45 @@ STATUS_TEXT = {"match": "matches", "mismatch": "MISMATCH", "rig": "RIG BROKE", "
 
 
 @dataclass(frozen=True)
-class PlannedCell:
-    """One cell to run: specs with their parameters, and the row that judges it (or None)."""
+class PlannedRow:
+    """One matrix entry to run: the cell's spec, its area, and the row that judges it (or None)."""
 
     area: str
-    preset: str                       # "s1:paid_at_ms=300"
-    faults: tuple[str, ...]           # ("publish-blip:at=before_publish",), () for none
-    parts: Mapping[str, str] = field(default_factory=dict)
-    runs: int = DEFAULT_RUNS
+    spec: CellSpec                    # preset, faults and parts parsed; runs = the area's count
     expected: Any = None              # chaos.expectations.Expectation | None
     unfit: str = ""                   # why a fault refuses this preset (a pair without a row): not run
 
     @property
+    def preset(self) -> str:
+        return self.spec.preset_text  # "s1:paid_at_ms=300"
+
+    @property
+    def faults(self) -> tuple[str, ...]:
+        return tuple(self.spec.fault_texts)   # ("publish-blip:at=before_publish",), () for none
+
+    @property
+    def parts(self) -> dict[str, str]:
+        return self.spec.part_texts
+
+    @property
+    def runs(self) -> int:
+        return self.spec.runs
+
+    @property
     def fault(self) -> str:
-        return "+".join(self.faults) or "none"
+        return self.spec.fault_text
 
     @property
     def topology(self) -> str | None:
         """The topology the cell needs (`sentinel`), None when any topology runs it."""
-        for spec in self.faults:
-            needed = FAULT_TOPOLOGY.get(spec.partition(":")[0])
+        for spec in self.spec.faults:
+            needed = FAULT_TOPOLOGY.get(spec.name)
             if needed:
                 return needed
         return None
 
 
-def split_by_topology(cells: Iterable[PlannedCell], topology: str) -> tuple[list[PlannedCell], list[dict]]:
+def split_by_topology(cells: Iterable[PlannedRow], topology: str) -> tuple[list[PlannedRow], list[dict]]:
     """(cells this topology runs, the others as `{area, preset, fault, parts, reason}`)."""
     runnable, skipped = [], []
     for cell in cells:
@@ -76,20 +91,6 @@ def split_by_topology(cells: Iterable[PlannedCell], topology: str) -> tuple[list
             skipped.append({"area": cell.area, "preset": cell.preset, "fault": cell.fault, "parts": dict(cell.parts),
                             "reason": f"needs --topology {cell.topology} (this run: {topology})"})
     return runnable, skipped
-
-
-def _spec(name: str, params: Mapping[str, str]) -> str:
-    return name + (":" + ",".join(f"{k}={v}" for k, v in params.items()) if params else "")
-
-
-def row_specs(row: Any) -> tuple[str, tuple[str, ...], dict[str, str]]:
-    """A table row's key back to what runs it: (preset spec, fault specs, parts).
-
-    Row params are the preset's own (`paid_at_ms`), the faults' as `<fault>.<k>`, and
-    replaced parts by slot name (`workload`), as chaos.expectations.table.cell_name keys them.
-    """
-    own, per_fault, parts = split_params({"fault": row.fault, "params": dict(row.params)})
-    return _spec(row.preset, own), tuple(_spec(n, p) for n, p in per_fault.items()), parts
 
 
 def _cell_runs(area: str) -> dict[tuple, int]:
@@ -114,7 +115,7 @@ def check_area(area: str | None) -> None:
         raise BadArguments(f"--area {area}: no such area; areas are: {', '.join(AREA_MODULES)}")
 
 
-def plan_cells(area: str | None = None, presets: Iterable[str] = (), faults: Iterable[str] = ()) -> list[PlannedCell]:
+def plan_cells(area: str | None = None, presets: Iterable[str] = (), faults: Iterable[str] = ()) -> list[PlannedRow]:
     """The cells `chaos matrix` runs, in table order.
 
     Without presets and faults: every row of the table (of `area` when given), each with its
@@ -128,10 +129,9 @@ def plan_cells(area: str | None = None, presets: Iterable[str] = (), faults: Ite
     rows = [r for r in table().rows() if area is None or r.area == area]
     runs_of: dict[str, dict[tuple, int]] = {}
 
-    def planned(r: Any) -> PlannedCell:
-        preset, fault_specs, parts = row_specs(r)
+    def planned(r: Any) -> PlannedRow:
         counts = runs_of.setdefault(r.area, _cell_runs(r.area))
-        return PlannedCell(r.area, preset, fault_specs, parts, counts.get(r.cell_key, DEFAULT_RUNS), r.expectation)
+        return PlannedRow(r.area, r.spec().but(runs=counts.get(r.cell_key, DEFAULT_RUNS)), r.expectation)
 
     if not presets and not faults:
         return [planned(r) for r in rows]
@@ -142,28 +142,26 @@ def plan_cells(area: str | None = None, presets: Iterable[str] = (), faults: Ite
     out = []
     for preset in presets:
         for fault in faults:
-            base_fault = "+".join(f.partition(":")[0] for f in fault.split("+"))
-            matching = [r for r in rows if r.preset == preset.partition(":")[0] and r.fault == base_fault]
-            if matching and ":" not in preset and ":" not in fault:
+            spec = CellSpec.parse(preset, () if fault == NO_FAULT else split_faults(fault), runs=DEFAULT_RUNS)
+            matching = [r for r in rows if r.preset == spec.preset.name and r.fault == spec.fault_names]
+            if matching and not spec.preset.params and not any(f.params for f in spec.faults):
                 out += [planned(r) for r in matching]
             elif area is None:
-                from chaos.expectations import expect
-                fault_specs = () if fault == "none" else tuple(fault.split("+"))
-                found = expect(preset, list(fault_specs) or None)
-                out.append(PlannedCell("", preset, fault_specs, {}, DEFAULT_RUNS, found, _unfit(preset, fault_specs)))
+                from chaos.expectations import expect_cell
+                out.append(PlannedRow("", spec, expect_cell(spec), _unfit(spec)))
     return out
 
 
-def _unfit(preset: str, fault_specs: tuple[str, ...]) -> str:
+def _unfit(spec: CellSpec) -> str:
     """Why a fault refuses this preset (long-job on a preset that never claims), else ""."""
     from chaos.errors import BadArguments
     from chaos.strategies.presets import resolve
     from faults.interface import Plan
-    from faults.registry import get_fault
+    from faults.registry import make_fault
     try:
-        plan = Plan(strategy=resolve(preset))
-        for spec in fault_specs:
-            get_fault(spec).check(plan)
+        plan = Plan(strategy=resolve(spec.preset))
+        for fault in spec.faults:
+            make_fault(fault).check(plan)
     except BadArguments as exc:
         return str(exc)
     return ""
@@ -180,20 +178,23 @@ def coverage(presets: Iterable[str] | None = None, faults: Iterable[str] | None 
     faults = list(dict.fromkeys(faults or ["none", *fault_names()]))
     rows: dict[str, dict[str, int]] = {}
     for r in table().rows():
-        for fault in r.fault.split("+"):
+        for fault in r.fault_names:
             per = rows.setdefault(r.preset, {})
             per[fault] = per.get(fault, 0) + 1
     uncovered = [[p, f] for p in presets for f in faults if not rows.get(p, {}).get(f)]
     return {"presets": presets, "faults": faults, "rows": rows, "uncovered": uncovered}
 
 
-def matrix_cell(out: Mapping[str, Any], *, area: str, expected: Any, parts: Mapping[str, str] | None = None) -> dict:
-    """The summary row (seam R keys) of a cell from its `run --json` object, plus EXTRA_KEYS."""
-    from chaos.expectations.table import cell_name
+def matrix_cell(out: Mapping[str, Any], *, area: str, expected: Any, parts: Mapping[str, str] | None = None,
+                spec: CellSpec | None = None) -> dict:
+    """The summary row (seam R keys) of a cell from its `run --json` object, plus EXTRA_KEYS;
+    `spec` is the cell as run (else parsed from the object's `preset`, `fault` and `parts`)."""
     from chaos.report.rows import expected_text, headline, outcome
-    fault = out.get("fault") or "none"
-    preset_name, fault_name, params = cell_name(str(out["preset"]), None if fault == "none" else fault.split("+"))
-    params.update({str(k): str(v) for k, v in (parts or out.get("parts") or {}).items()})
+    if spec is None:
+        fault = out.get("fault") or NO_FAULT
+        spec = CellSpec.parse(str(out["preset"]), () if fault == NO_FAULT else split_faults(fault),
+                              parts or out.get("parts") or {})
+    preset_name, fault_name, params = spec.key
     wall = out.get("wall_s")
     row = {
         "area": area, "preset": preset_name, "fault": fault_name, "params": params, "runs": out.get("runs"),
@@ -248,22 +249,14 @@ def cell_status(cell: Mapping[str, Any]) -> str:
 
 
 def split_params(cell: Mapping[str, Any]) -> tuple[dict[str, str], dict[str, dict[str, str]], dict[str, str]]:
-    """A row's params as (preset's own, per fault, replaced parts), the way row_specs splits them."""
-    from chaos.strategies.presets import SLOTS
-    fault_names = [] if cell.get("fault") in (None, "", "none") else str(cell["fault"]).split("+")
-    own: dict[str, str] = {}
-    per_fault: dict[str, dict[str, str]] = {name: {} for name in fault_names}
-    parts: dict[str, str] = {}
+    """A row's params as (preset's own, per fault, replaced parts), as its CellSpec holds them."""
+    from chaos.expectations.table import key_spec
     params = cell.get("params") if isinstance(cell.get("params"), Mapping) else {}
-    for key, value in params.items():
-        owner, dot, param = str(key).partition(".")
-        if dot and owner in per_fault:
-            per_fault[owner][param] = str(value)
-        elif key in SLOTS:
-            parts[str(key)] = str(value)
-        else:
-            own[str(key)] = str(value)
-    return own, per_fault, parts
+    spec = key_spec(str(cell.get("preset") or ""), cell.get("fault"), params)
+    per_fault: dict[str, dict[str, str]] = {}
+    for fault in spec.faults:
+        per_fault.setdefault(fault.name, {}).update(fault.values)
+    return spec.preset.values, per_fault, spec.part_texts
 
 
 def _spec_html(name: str, params: Mapping[str, str]) -> str:

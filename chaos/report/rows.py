@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from chaos.results import UNKNOWN, CellResult
-from chaos.expectations.table import Expectation, cell_name
-from chaos.strategies.presets import SLOTS
+from chaos.cellspec import NO_FAULT, CellSpec
+from chaos.expectations.table import Expectation, key_spec
 
 SCHEMA_VERSION = 1
 ROW_KEYS = ("area", "preset", "fault", "params", "runs", "lost", "duplicated", "reordered",
@@ -77,14 +77,12 @@ def expected_text(expected: Expectation | Mapping[str, Any] | None) -> str | Non
     return ", ".join(f"{name} {bound.describe(None)}" for name, bound in expected.bounds.items())
 
 
-def cell_row(result: CellResult, *, area: str, preset: str, fault: str | Iterable[str] | None,
-             expected: Expectation | None, parts: Mapping[str, str] | None = None,
+def cell_row(result: CellResult, spec: CellSpec, *, area: str, expected: Expectation | None,
              reproduce: str | None = None) -> dict[str, Any]:
-    """The row of one cell (seam R). `preset` and `fault` may carry parameters (``s2:shards=8``);
-    they go to ``params`` (fault parameters as ``<fault>.<k>``, replaced parts by slot name).
-    `reproduce`: the command that replays the cell (chaos.replay)."""
-    preset_name, fault_name, params = cell_name(preset, fault)
-    params.update({str(k): str(v) for k, v in (parts or {}).items()})
+    """The row of one cell (seam R): `spec`'s key (the preset's parameters, the faults' as
+    ``<fault>.<k>``, replaced parts by slot name in ``params``) and the result's figures.
+    `reproduce`: the command that replays the cell (CellSpec.replay)."""
+    preset_name, fault_name, params = spec.key
     counts = result.counts
     wall = getattr(result, "wall_s", None)
     match = None if expected is None else not expected.check(result)
@@ -133,33 +131,23 @@ TABLE_COLUMNS = (("area", "area"), ("preset", "preset"), ("fault", "fault"), ("r
 RESULT_TEXT = {MATCH: "yes", MISMATCH: "NO", RIG: "RIG", UNKNOWN_OUTCOME: "UNKNOWN", NO_ROW: "-"}
 
 
-def _spec_text(name: Any, params: Mapping[str, str], fault: bool) -> str:
-    """``s1:wait_ms=25 +workload`` (the preset's own params, replaced parts) or, for faults,
-    each fault with its own params (``<fault>.<k>``): ``kill-consumer+promote-replica:at_ms=0``."""
-    if fault:
-        specs = []
-        for each in str(name).split("+"):
-            own = ",".join(f"{k.split('.', 1)[1]}={v}" for k, v in params.items() if k.startswith(f"{each}."))
-            specs.append(f"{each}:{own}" if own else each)
-        return "+".join(specs)
-    own = ",".join(f"{k}={v}" for k, v in params.items() if "." not in k and k not in SLOTS)
-    parts = "".join(f" +{k}" for k in params if k in SLOTS)
-    return f"{name}{':' + own if own else ''}{parts}"
+def _spec_texts(row: Mapping[str, Any]) -> tuple[str, str]:
+    """(``s1:wait_ms=25 +workload``: the preset's own params and the replaced parts' slots,
+    ``kill-consumer+promote-replica:at_ms=0``: each fault with its own params), from the row's key."""
+    spec = key_spec(str(row.get("preset")), row.get("fault") or NO_FAULT, row.get("params") or {})
+    return spec.preset_text + "".join(f" +{slot}" for slot in spec.part_texts), spec.fault_text
 
 
 def _cell_text(key: str, row: Mapping[str, Any]) -> str:
     value = row.get(key)
-    params = row.get("params") or {}
     if key == "wrong_final_state_runs":
         return f"{value}/{row.get('runs')}"
     if key == "outcome":
         return RESULT_TEXT[cell_outcome(row)]
     if key == "expected":
         return value or "(no row)"
-    if key == "preset":
-        return _spec_text(value, params, fault=False)
-    if key == "fault":
-        return _spec_text(value, params, fault=True)
+    if key in ("preset", "fault"):
+        return _spec_texts(row)[key == "fault"]
     return str(value)
 
 
@@ -179,9 +167,7 @@ def table_lines(rows: Iterable[Mapping[str, Any]], max_expected: int = 60) -> li
 
 def cell_label(row: Mapping[str, Any]) -> str:
     """``<test id> (s1 x kill-consumer:at_ms=5)``, or ``<area> s1 x ...`` for a row without a test."""
-    params = row.get("params") or {}
-    spec = (f"{_spec_text(row.get('preset'), params, fault=False)} x "
-            f"{_spec_text(row.get('fault') or 'none', params, fault=True)}")
+    spec = " x ".join(_spec_texts(row))
     return f"{row['test']} ({spec})" if row.get("test") else f"{row.get('area') or '-'} {spec}"
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from checker_histories import CREATED_42, CREATED_43, PAID_42, History, final
 
+from chaos.cellspec import CellSpec
 from chaos.checker import check_run, summarize
 from chaos.expectations.table import RUNS, Expectation, UnknownVerdict, assert_cell, gt
 from chaos.report import render_matrix, write_matrix
@@ -243,7 +244,7 @@ def test_matrix_cells_carry_the_summary_rows_of_the_terminal(tmp_path):
     expected = Expectation.of(wrong_final_state_runs=0)
     preset, faults, parts = "s1:paid_at_ms=300", ["publish-blip:at=before_publish"], {"workload": "many-orders:keys=2"}
     out = cell.to_json(preset=preset, fault="+".join(faults), expected=expected, wall_s=cell.wall_s)
-    row = cell_row(cell, area="producer", preset=preset, fault=faults, expected=expected, parts=parts)
+    row = cell_row(cell, CellSpec.parse(preset, faults, parts), area="producer", expected=expected)
     mine = matrix_cell(out, area="producer", expected=expected, parts=parts)
     assert {k: mine[k] for k in row} == row
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from chaos.cellrun import CellRun, as_cell
+from chaos.cellspec import CellSpec
 from chaos.checker import check_run, summarize
 from chaos.errors import RigFailure
 from chaos.expectations import Expectation, UnknownVerdict, eq
@@ -32,7 +33,7 @@ def result(*, rig: list[str] = (), unknown: list[str] = ()):
 
 
 def row_of(cell, expected=ROW, **extra) -> dict:
-    return {**cell_row(cell, area="ordering", preset="s1", fault=[], expected=expected), **extra}
+    return {**cell_row(cell, CellSpec.parse("s1"), area="ordering", expected=expected), **extra}
 
 
 def category(message: str, status: str = "broken") -> list[str]:

@@ -124,6 +124,18 @@ def catalogue(topology: str = "replica", config: WorkerConfig | None = None) -> 
     return out
 
 
+def split_faults(faults: str) -> list[str]:
+    """``--faults`` items: a comma starts a new fault unless what follows is ``k=v`` (a fault
+    name never holds ``=``), so ``maxmemory:after_entries=100,duration_ms=300,none`` is two."""
+    items: list[str] = []
+    for part in (p.strip() for p in faults.split(",")):
+        if items and items[-1] and ":" in items[-1] and "=" in part and ":" not in part.split("=", 1)[0]:
+            items[-1] += "," + part
+        else:
+            items.append(part)
+    return items
+
+
 def plan(faults: str, topology: str, config: WorkerConfig) -> list[PlannedCell]:
     """The cells to run for ``--faults`` ("all" or a comma list of names or specs); bad input
     (an unknown fault, one that does not fit the topology or a black-box worker) is refused."""
@@ -133,7 +145,7 @@ def plan(faults: str, topology: str, config: WorkerConfig) -> list[PlannedCell]:
     if faults.strip() in ("", "all"):
         return whole
     chosen: list[PlannedCell] = []
-    for item in (f.strip() for f in faults.split(",")):
+    for item in split_faults(faults):
         if not item:
             continue
         name, params = parse_spec(item, "--faults")

@@ -57,6 +57,9 @@ def test_faults_list_picks_cells_and_takes_parameters(config):
     assert [c.fault for c in plan("latency", "replica", config)] == ["latency", "latency"]
     assert [c.spec for c in plan("pause:duration_ms=3000,none", "replica", config)] == \
         ["pause:duration_ms=3000", "none"]
+    assert [c.spec for c in plan("maxmemory:after_entries=100,duration_ms=300,none,pause:at_ms=100,duration_ms=900",
+                                 "replica", config)] == \
+        ["maxmemory:after_entries=100,duration_ms=300", "none", "pause:at_ms=100,duration_ms=900"]
 
 
 @pytest.mark.parametrize("faults, topology, message", [

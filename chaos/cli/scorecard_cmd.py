@@ -101,8 +101,12 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.out)
     _writable(out)
     say = (lambda line: None) if args.json else (lambda line: print(line, file=sys.stderr, flush=True))
-    _root, run_root, cluster = options.start_in_run_dir(
-        args, "scorecard", lambda: failures.start_topology(args.backend, f"sc-{os.getpid()}-{uuid.uuid4().hex[:6]}"))
+
+    def start() -> Any:
+        """A topology of this card's own (at the start, and after a cell broke the rig)."""
+        return failures.start_topology(args.backend, f"sc-{os.getpid()}-{uuid.uuid4().hex[:6]}")
+
+    _root, run_root, cluster = options.start_in_run_dir(args, "scorecard", start)
     failures.crash_site.run_dir = run_root
     live = [cluster]
     stop_if_interrupted, undo = _stop_after_interrupt()
@@ -111,7 +115,7 @@ def run(args: argparse.Namespace) -> int:
         """A fresh topology after a cell broke the rig (the next cells run on it)."""
         live[0] = None
         broken.close()
-        live[0] = failures.start_topology(args.backend, f"sc-{os.getpid()}-{uuid.uuid4().hex[:6]}")
+        live[0] = start()
         return live[0]
 
     try:

@@ -47,6 +47,7 @@ from chaos.cluster import spawner
 from chaos.cluster.health import rig_problems
 from chaos.orchestrator.rigwatch import RigWatch, spared_by
 from chaos.workload.procutil import tail
+from chaos.workload.workerspec import WorkerSpec
 from chaos.cluster.rundirs import runs_dir
 from chaos.history import history_dir, read_history
 from faults.interface import FaultError, Plan
@@ -274,16 +275,17 @@ class _Run:
         links = self.cluster.worker_links(PRODUCER)
         # No "t0": the producer's schedule starts when its interpreter is ready (a shared t0
         # in the past would fire every retry at once); the faults start at its first publish.
-        spec = {"name": PRODUCER, "role": "producer", "run_dir": str(self.run_dir), "time_scale": self.scale,
-                "seed": self.seed, "redis_url": links.redis_url, "pg_dsn": links.pg_dsn,
-                "sentinels": list(getattr(links, "sentinels", ())), "master_name": getattr(links, "master_name", ""),
-                "failpoints": {}, "producer": {"name": "retrying", "params": {}},
-                "events": [e.routed(self.config.worker.stream).to_dict() for e in events],
-                "encoder": {"format": self.config.encoder.format, "fields": self.config.encoder.fields,
-                            "task_name": self.config.encoder.task_name,
-                            "poison": self.config.poison.fields if self.config.poison else {}}}
+        spec = WorkerSpec(
+            name=PRODUCER, role="producer", run_dir=str(self.run_dir), time_scale=self.scale, seed=self.seed,
+            redis_url=links.redis_url, pg_dsn=links.pg_dsn, sentinels=tuple(getattr(links, "sentinels", ())),
+            master_name=getattr(links, "master_name", ""),
+            role_spec={"producer": {"name": "retrying", "params": {}},
+                       "events": [e.routed(self.config.worker.stream).to_dict() for e in events],
+                       "encoder": {"format": self.config.encoder.format, "fields": self.config.encoder.fields,
+                                   "task_name": self.config.encoder.task_name,
+                                   "poison": self.config.poison.fields if self.config.poison else {}}})
         path = self.run_dir / f"{PRODUCER}.spec.json"
-        path.write_text(json.dumps(spec), encoding="utf-8")
+        path.write_text(json.dumps(spec.to_json()), encoding="utf-8")
         root = str(Path(chaos.__file__).resolve().parents[1])
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))}
         self.producer = spawner.spawn([sys.executable, "-m", "chaos.workload.worker", str(path)],

@@ -17,6 +17,7 @@ from chaos.workload import failpoints as fp
 from chaos.workload.env import ready_marker
 from chaos.workload.forkserver import Child, fork_server
 from chaos.workload.procutil import describe_exit, tail
+from chaos.workload.workerspec import HelperLinks, WorkerSpec
 
 TERMINATING = {signal.SIGKILL, signal.SIGTERM, signal.SIGINT, signal.SIGQUIT}
 POLL_S = 0.005
@@ -90,18 +91,16 @@ class Workers:
         links = cell.cluster.worker_links(plan.name)
         keys = {plan.kind, plan.role, plan.name}
         sources = self.fault_failpoints + [cell.extra_failpoints]
-        spec = {**plan.spec, "role": plan.role, "name": name, "run_dir": str(self.dir),
-                "redis_url": links.redis_url, "pg_dsn": links.pg_dsn, "time_scale": cell.time_scale,
-                "sentinels": list(links.sentinels), "master_name": links.master_name,
-                "seed": self.seed, "t0": t0, "gate": gate,
-                "failpoints": merge_failpoints(sources, keys) if failpoints else {}}
-        if plan.helpers:
-            spec["worker_links"] = {}
-            for helper in plan.helpers:
-                hl = cell.cluster.worker_links(helper)
-                spec["worker_links"][helper] = {
-                    "redis_url": hl.redis_url, "pg_dsn": hl.pg_dsn,
-                    "failpoints": merge_failpoints(sources, {"worker", "consumer", helper}) if failpoints else {}}
+        helpers = {}
+        for helper in plan.helpers:
+            hl = cell.cluster.worker_links(helper)
+            helpers[helper] = HelperLinks(hl.redis_url, hl.pg_dsn, merge_failpoints(
+                sources, {"worker", "consumer", helper}) if failpoints else {})
+        spec = WorkerSpec(name=name, role=plan.role, run_dir=str(self.dir), redis_url=links.redis_url,
+                          pg_dsn=links.pg_dsn, sentinels=tuple(links.sentinels), master_name=links.master_name,
+                          time_scale=cell.time_scale, seed=self.seed, t0=t0, gate=gate,
+                          failpoints=merge_failpoints(sources, keys) if failpoints else {},
+                          worker_links=helpers, role_spec=plan.spec)
         log = self.dir / "logs" / f"{name}.log"
         forks = fork_server()
         if self.rig.forks is None:

@@ -1,6 +1,7 @@
 """What a worker process has at hand: its history, links, clock scale, rng, failpoints, signals.
 
-Built from the spec the orchestrator sent through the fork server. SIGTERM asks the
+Built from the WorkerSpec the orchestrator sent through the fork server (``worker``: its
+typed fields; ``spec``: the role's own keys). SIGTERM asks the
 worker to stop after the job in hand; SIGUSR1 switches it to drain mode (consumers
 start recovering other consumers' pending entries with XAUTOCLAIM).
 """
@@ -9,6 +10,7 @@ from __future__ import annotations
 import random
 import signal
 import time
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +21,7 @@ from redis.retry import Retry
 
 from chaos.history import HistoryWriter
 from chaos.workload.failpoints import Failpoints
+from chaos.workload.workerspec import WorkerSpec
 
 
 def ready_marker(run_dir: Path, process: str) -> Path:
@@ -29,19 +32,20 @@ def ready_marker(run_dir: Path, process: str) -> Path:
 class WorkerEnv:
     """One worker process's environment (see module doc)."""
 
-    def __init__(self, spec: dict[str, Any]) -> None:
-        self.spec = spec
-        self.name: str = spec["name"]
-        self.run_dir = Path(spec["run_dir"])
-        self.scale: float = float(spec.get("time_scale", 1.0))
-        self.t0: float = float(spec.get("t0", time.monotonic()))
-        self.rng = random.Random(f"{spec.get('seed', 0)}:{self.name}")
+    def __init__(self, spec: WorkerSpec | Mapping[str, Any]) -> None:
+        self.worker = worker = WorkerSpec.of(spec)
+        self.spec: Mapping[str, Any] = worker.role_spec   # the role's own keys (streams, group, guard, ...)
+        self.name: str = worker.name
+        self.run_dir = Path(worker.run_dir)
+        self.scale: float = worker.time_scale
+        self.t0: float = time.monotonic() if worker.t0 is None else float(worker.t0)
+        self.rng = random.Random(f"{worker.seed}:{self.name}")
         self.history = HistoryWriter.for_run(self.run_dir, self.name)
         self.op = self.history.op   # (the writer's own method: one call less per op, see op below)
-        self.failpoints = Failpoints.from_spec(spec.get("failpoints") or {}, process=self.name,
+        self.failpoints = Failpoints.from_spec(dict(worker.failpoints), process=self.name,
                                                run_dir=self.run_dir, record=self.op, sleep_ms=self.sleep_ms)
         self.stopping = False
-        self.draining = bool(spec.get("draining", False))
+        self.draining = worker.draining
         self._redis: redis.Redis | None = None
         self._pg: psycopg.Connection | None = None
         signal.signal(signal.SIGTERM, self._on_term)
@@ -57,7 +61,7 @@ class WorkerEnv:
     def await_start(self) -> None:
         """With `gate` in the spec: say ready, then wait for the orchestrator's SIGUSR2 and take
         its arrival as t0, so the schedule does not include this process's own start-up."""
-        if not self.spec.get("gate"):
+        if not self.worker.gate:
             return
         signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR2})
         marker = ready_marker(self.run_dir, self.name)
@@ -90,17 +94,23 @@ class WorkerEnv:
         the Sentinels name, recorded as an `info sentinel` op); no silent client-side retries."""
         if self._redis is None:
             timeout = None if timeout_ms is None else max(0.001, self.seconds(timeout_ms))
-            from chaos.cluster.sentinel_client import spec_client   # through Sentinel in that topology
-            self._redis = spec_client(
-                self.spec, lambda address: self.op("info", "sentinel", value={"master": address}),
+            self._redis = self.new_redis(
+                lambda address: self.op("info", "sentinel", value={"master": address}),
                 decode_responses=True, protocol=2,
                 retry=Retry(NoBackoff(), 0), socket_timeout=timeout if timeout else 30.0,
                 socket_connect_timeout=timeout if timeout else 5.0, health_check_interval=0)
         return self._redis
 
+    def new_redis(self, on_master: Callable[[str], None] | None = None, **kwargs: Any) -> redis.Redis:
+        """A new client of this process's links (through Sentinel in that topology)."""
+        from chaos.cluster.sentinel_client import redis_client
+        w = self.worker
+        return redis_client(redis_url=w.redis_url, sentinels=w.sentinels, master_name=w.master_name,
+                            on_master=on_master, **kwargs)
+
     def pg(self) -> psycopg.Connection:
         if self._pg is None or self._pg.closed:
-            self._pg = psycopg.connect(self.spec["pg_dsn"], autocommit=True, connect_timeout=10)
+            self._pg = psycopg.connect(self.worker.pg_dsn, autocommit=True, connect_timeout=10)
         return self._pg
 
     def close(self) -> None:

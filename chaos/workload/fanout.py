@@ -27,7 +27,6 @@ from typing import Any
 
 import redis
 
-from chaos.cluster.sentinel_client import spec_client
 from chaos.strategies.ack import AckPolicy
 from chaos.strategies.delivery.sharded import shard_of
 from chaos.strategies.guards import GUARDS
@@ -37,14 +36,16 @@ from chaos.workload.env import WorkerEnv
 from chaos.events import Event
 from chaos.workload.jobs import JobRunner
 from chaos.workload.procutil import die_with_parent
+from chaos.workload.workerspec import WorkerSpec
 
 WORKER_DIED = 3
 
 
-def _worker(spec: dict[str, Any], jobs_fd: int, done_fd: int) -> int:
+def _worker(spec: WorkerSpec, jobs_fd: int, done_fd: int) -> int:
     env = WorkerEnv(spec)
     env.op("info", "log", value={"started": "worker"})
-    runner = JobRunner(env, build(GUARDS, spec["guard"]).bind(env), AckPolicy(**spec["ack"]["params"]), spec["group"])
+    own = env.spec
+    runner = JobRunner(env, build(GUARDS, own["guard"]).bind(env), AckPolicy(**own["ack"]["params"]), own["group"])
     with os.fdopen(jobs_fd, "r") as jobs, os.fdopen(done_fd, "w", buffering=1) as done:
         for line in jobs:
             job = json.loads(line)
@@ -54,10 +55,10 @@ def _worker(spec: dict[str, Any], jobs_fd: int, done_fd: int) -> int:
     return 0
 
 
-def _fork_workers(spec: dict[str, Any]) -> tuple[list[Any], list[int], list[int]]:
+def _fork_workers(spec: WorkerSpec) -> tuple[list[Any], list[int], list[int]]:
     pipes_out, done_fds, pids = [], [], []
     reader = os.getpid()
-    for name in spec["workers"]:
+    for name in spec.role_spec["workers"]:
         jobs_r, jobs_w = os.pipe()
         done_r, done_w = os.pipe()
         pid = os.fork()
@@ -67,8 +68,7 @@ def _fork_workers(spec: dict[str, Any]) -> tuple[list[Any], list[int], list[int]
                 die_with_parent(reader)
                 for fd in (jobs_w, done_r, *done_fds, *(p.fileno() for p in pipes_out)):
                     os.close(fd)
-                links = spec["worker_links"][name]
-                code = _worker({**spec, "name": name, **links}, jobs_r, done_w)
+                code = _worker(spec.helper(name), jobs_r, done_w)
             except BaseException:  # noqa: BLE001 - report, then leave without running the parent's code
                 traceback.print_exc()
             finally:
@@ -139,7 +139,7 @@ class Acker(threading.Thread):
     def __init__(self, env: WorkerEnv, runner: JobRunner, done_fds: list[int], inflight: InFlight) -> None:
         super().__init__(name="acker", daemon=True)
         self.env, self.runner, self.inflight = env, runner, inflight
-        self.r = spec_client(env.spec, decode_responses=True, protocol=2)   # through Sentinel in that topology
+        self.r = env.new_redis(decode_responses=True, protocol=2)   # through Sentinel in that topology
         # Raw fds, each with its own buffer: a buffered reader would pull several lines off the
         # pipe at once and hand out one per wake-up, leaving the rest unacked until more came.
         self.sel = selectors.DefaultSelector()
@@ -182,7 +182,7 @@ class Acker(threading.Thread):
 
 def main(env: WorkerEnv) -> int:
     spec = env.spec
-    pipes, done_fds, pids = _fork_workers(spec)
+    pipes, done_fds, pids = _fork_workers(env.worker)
     reader = GroupReader(env)
     runner = JobRunner(env, None, reader.ack, reader.group)
     inflight = InFlight()

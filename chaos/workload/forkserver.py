@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from chaos import extensions
+from chaos.workload.workerspec import WorkerSpec
 
 try:  # about 10x faster than json on a producer's spec
     import orjson as _orjson
@@ -286,8 +287,9 @@ class ForkServer:
     def alive(self) -> bool:
         return self._proc is not None and self._proc.poll() is None
 
-    def spawn(self, spec: dict[str, Any], log: Path, timeout: float = 10.0) -> Child:
-        encoded = _dumps(spec)
+    def spawn(self, spec: WorkerSpec | dict[str, Any], log: Path, timeout: float = 10.0) -> Child:
+        spec = WorkerSpec.of(spec)   # the one contract: a dict is checked into a WorkerSpec here
+        encoded = _dumps(spec.to_json())
         registered = extensions.records()   # guards, faults, ... registered here: the child makes them too
         with self._lock:
             self._next += 1
@@ -309,7 +311,7 @@ class ForkServer:
             if (reply is None or "error" in reply) and len(encoded) > SPEC_IN_FILE_BYTES:
                 spec_file.unlink(missing_ok=True)   # no child to read it
             if reply is None or "error" in reply:
-                raise RuntimeError(f"fork server could not start {spec.get('name')}: "
+                raise RuntimeError(f"fork server could not start {spec.name}: "
                                    f"{reply and reply.get('error') or 'server is gone'}")
             child = Child(reply["pid"])
             if child.pid in self._early_exits:

@@ -1,18 +1,20 @@
 """The worker process entry point: a spec in, a role's main loop run, an exit code out.
 
 Roles are one line each in ROLES; a role's `main(env) -> int` gets a WorkerEnv built
-from the spec (history, links, scale, failpoints). Started by the fork server; also
+from its WorkerSpec (history, links, scale, failpoints). Started by the fork server; also
 runnable alone for debugging: `python -m chaos.workload.worker spec.json`.
 """
 from __future__ import annotations
 
 import json
 import sys
-from typing import Any, Callable
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from chaos import extensions
 from chaos.workload import consumer, dispatcher, fanout, outbox, producer
 from chaos.workload.env import WorkerEnv
+from chaos.workload.workerspec import WorkerSpec
 
 ROLES: dict[str, Callable[[WorkerEnv], int]] = {
     "producer": producer.main,
@@ -24,12 +26,14 @@ ROLES: dict[str, Callable[[WorkerEnv], int]] = {
 extensions.attach("roles", ROLES)   # a part's own process code (chaos/extensions.py)
 
 
-def run(spec: dict[str, Any]) -> int:
-    role = ROLES.get(spec.get("role", ""))
+def run(spec: WorkerSpec | Mapping[str, Any]) -> int:
+    """Run the role a WorkerSpec (or its JSON form) names."""
+    worker = WorkerSpec.of(spec)
+    role = ROLES.get(worker.role)
     if role is None:
-        raise ValueError(f"unknown worker role {spec.get('role')!r}; roles are: {', '.join(ROLES)}")
-    env = WorkerEnv(spec)
-    env.op("info", "log", value={"started": spec["role"]})
+        raise ValueError(f"unknown worker role {worker.role!r}; roles are: {', '.join(ROLES)}")
+    env = WorkerEnv(worker)
+    env.op("info", "log", value={"started": worker.role})
     try:
         return role(env)
     finally:

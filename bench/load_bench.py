@@ -192,15 +192,34 @@ def harness_parts(consumers: int, jobs: int) -> dict[str, str]:
             "workload": f"bulk:jobs={jobs},cost_ms=0", "producer": "direct"}
 
 
-def harness_run(cluster: Any, consumers: int, jobs: int) -> dict[str, Any]:
+def harness_run(cluster: Any, consumers: int, jobs: int, memory: bool = False) -> dict[str, Any]:
+    """One harness cell; with `memory`, the peak RSS of the orchestrator with its checker (this
+    process) and of every other process, sampled every 0.2 s."""
+    peak = PeakMemory() if memory else None
     started = time.monotonic()
-    result = run_cell(cluster, "baseline", [], parts=harness_parts(consumers, jobs), keep_runs="never")
+    if peak is not None:
+        peak.__enter__()
+    try:
+        result = run_cell(cluster, "baseline", [], parts=harness_parts(consumers, jobs), keep_runs="never")
+    finally:
+        if peak is not None:
+            peak.__exit__(None, None, None)
+    wall = time.monotonic() - started
     metrics = result.metrics[0]
+    phases = phase_times(result)
     # (no effect write: the final-state check fails by design; lost and duplicated still count)
-    return {"consumers": consumers, "events": jobs, "lost": result.counts.lost,
-            "duplicated": result.counts.duplicated, "handled": metrics.handled,
-            "work_s": round(metrics.work_s or 0, 3), "events_per_s": round(metrics.throughput or 0),
-            "wall_s": round(time.monotonic() - started, 2), "phases_s": phase_times(result)}
+    out = {"consumers": consumers, "events": jobs, "lost": result.counts.lost,
+           "duplicated": result.counts.duplicated, "handled": metrics.handled,
+           "work_s": round(metrics.work_s or 0, 3), "events_per_s": round(metrics.throughput or 0),
+           "wall_s": round(wall, 2), "phases_s": phases,
+           "check_share": round(phases.get("check", 0.0) / wall, 3) if wall else None,
+           # planning the workload, starting the run dir, summarizing: the wall time outside the phases
+           "outside_phases_s": round(wall - sum(v for k, v in phases.items() if not k.startswith("fault:")), 2)}
+    if peak is not None:
+        by_name = peak.by_name({})
+        out["peak_rss_mb"] = by_name.get("orchestrator+checker (this process)")
+        out["peak_rss_mb_by_process"] = by_name
+    return out
 
 
 def throughput(cluster: Any, jobs: int, counts: list[int], repeat: int) -> dict[str, Any]:
@@ -287,7 +306,7 @@ def growth(cluster: Any, sizes: list[int], max_s: float) -> dict[str, Any]:
                 out["runs"][str(n)] = {"skipped": f"projected {projected:.0f} s > {max_s:.0f} s (from the "
                                                   f"{last_n:,}-event run, assuming linear growth)"}
                 continue
-        run = harness_run(cluster, 4, n)
+        run = harness_run(cluster, 4, n, memory=True)
         out["runs"][str(n)] = run
         done.append((n, run["wall_s"]))
     def per_doubling(key: Any) -> dict[str, float]:

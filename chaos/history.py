@@ -195,19 +195,21 @@ def parse_op(line: bytes) -> dict | None:
     return op if type(op) is dict else None
 
 
-def parse_lines(lines: Iterable[bytes], source: str, first: int = 1) -> list[dict]:
+def parse_lines(lines: Iterable[bytes], source: str, first: int = 1, skip: bytes | None = None) -> list[dict]:
     """Ops from one file's lines, skipping torn lines (`first`: the number of the first line,
     for a file read in pieces while it is written).
 
     A torn line is what a SIGKILL leaves: a prefix of an op, so it does not end in `}`.
     It is skipped wherever it is (a restarted process appends after its predecessor's torn
     line). A line that ends in `}` and still does not parse was corrupted some other way
-    (two writers on one file), and that is an error.
+    (two writers on one file), and that is an error. A line holding `skip` is passed over.
     """
     ops: list[dict] = []
     append = ops.append
     loads = _orjson.loads if _orjson is not None else json.loads
     for number, raw in enumerate(lines, first):
+        if skip is not None and skip in raw:
+            continue   # (ops its reader does not need, such as acks for the checker: not parsed)
         try:
             op = loads(raw)
         except ValueError as exc:
@@ -273,11 +275,12 @@ class HistoryOrderError(HistoryError):
         self.path = path
 
 
-def _file_chunks(path: str, sort_whole: bool) -> Iterator[list[dict]]:
+def _file_chunks(path: str, sort_whole: bool, skip: bytes | None = None) -> Iterator[list[dict]]:
     """One file's ops in chunks, each in time order and after the previous one (a file out
     of order raises HistoryOrderError, unless `sort_whole`: then it is read and sorted whole)."""
     if sort_whole:
-        ops = read_file(Path(path))
+        with open(path, "rb") as fh:
+            ops = parse_lines(fh, path, skip=skip)
         ops.sort(key=op_time)
         yield ops
         return
@@ -288,27 +291,34 @@ def _file_chunks(path: str, sort_whole: bool) -> Iterator[list[dict]]:
             lines = list(itertools.islice(fh, CHUNK_LINES))
             if not lines:
                 return
-            ops = parse_lines(lines, path, first)
+            ops = parse_lines(lines, path, first, skip)
             first += len(lines)
-            for op in ops:
-                t = op["time"]
-                if t < last:
-                    raise HistoryOrderError(path)
-                last = t
             if ops:
+                times = list(map(op_time, ops))
+                if times[0] < last or times != sorted(times):
+                    raise HistoryOrderError(path)
+                last = times[-1]
                 yield ops
 
 
-def iter_history(run_dir: Path, *, run: int | None = None, sort_whole: frozenset[str] = frozenset()
-                 ) -> Iterator[dict]:
+def iter_history(run_dir: Path, *, run: int | None = None, sort_whole: frozenset[str] = frozenset(),
+                 skip: bytes | None = None) -> Iterator[dict]:
     """read_history's ops in read_history's order (by time; a tie by file, then line), read
     lazily: about a chunk of each file in memory at a time, not the run. The file that has
     reached the earliest time is read next; every op before the earliest time any unfinished
     file has reached is then given out, the files' ops sorted together (stable: the order of
     one sort of every op). A file out of time order raises HistoryOrderError when its first op
-    out of order is read; pass its path in `sort_whole` (HistorySource does)."""
+    out of order is read; pass its path in `sort_whole` (HistorySource does). Lines holding
+    `skip` are left out unparsed (b'"f":"ack"': the checker reads no ack; a line written
+    otherwise, with spaces, is parsed and given out)."""
+    return itertools.chain.from_iterable(_batches(run_dir, run, sort_whole, skip))
+
+
+def _batches(run_dir: Path, run: int | None, sort_whole: frozenset[str], skip: bytes | None
+             ) -> Iterator[list[dict]]:
+    """The batches iter_history chains: ops up to the files' mark, sorted together."""
     paths = [str(p) for p in history_files(run_dir)]
-    readers = [_file_chunks(path, path in sort_whole) for path in paths]
+    readers = [_file_chunks(path, path in sort_whole, skip) for path in paths]
     buffers: list[list[dict]] = [[] for _ in paths]
     tops = [float("-inf")] * len(paths)   # each file's latest time read: the rest of it is later
     live = list(range(len(paths)))
@@ -333,24 +343,27 @@ def iter_history(run_dir: Path, *, run: int | None = None, sort_whole: frozenset
                 if run is not None:
                     for op in batch:
                         op["run"] = run
-                yield from batch
+                yield batch
 
 
 class HistorySource:
     """A run's history on disk that can be read again: each iteration is iter_history, so
     the check and the notes pass over it without the run's ops ever all in memory. A file out
-    of time order is found on the first pass and read whole from then on."""
+    of time order raises HistoryOrderError in the pass that finds it: fold with `passes`,
+    which does the fold again with that file read whole (and every later pass reads it so)."""
 
-    def __init__(self, run_dir: Path, run: int | None = None) -> None:
-        self.run_dir, self.run = Path(run_dir), run
-        self.sort_whole: frozenset[str] = frozenset()
+    def __init__(self, run_dir: Path, run: int | None = None, skip: bytes | None = None) -> None:
+        self.run_dir, self.run, self.skip = Path(run_dir), run, skip
+        self.sort_whole: set[str] = set()   # (shared with its `without` views)
 
     def __iter__(self) -> Iterator[dict]:
-        try:
-            yield from iter_history(self.run_dir, run=self.run, sort_whole=self.sort_whole)
-        except HistoryOrderError as exc:   # the next pass reads that file whole; this one is void
-            self.sort_whole |= {exc.path}
-            raise
+        return iter_history(self.run_dir, run=self.run, sort_whole=frozenset(self.sort_whole), skip=self.skip)
+
+    def without(self, skip: bytes) -> HistorySource:
+        """The same history without the ops whose lines hold `skip` (left unparsed)."""
+        out = HistorySource(self.run_dir, self.run, skip)
+        out.sort_whole = self.sort_whole
+        return out
 
     def passes(self, fold: Callable[[Iterable[dict]], T]) -> T:
         """`fold(self)`, done again when a file turned out to be out of time order (at most
@@ -358,9 +371,10 @@ class HistorySource:
         while True:
             try:
                 return fold(self)
-            except HistoryOrderError as exc:
-                if len(self.sort_whole) > len(history_files(self.run_dir)) or exc.path not in self.sort_whole:
+            except HistoryOrderError as exc:   # this pass is void: the next reads that file whole
+                if exc.path in self.sort_whole:
                     raise
+                self.sort_whole.add(exc.path)
 
     def first_time(self) -> float | None:
         """The time of the history's first op (None for an empty history)."""

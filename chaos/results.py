@@ -286,6 +286,14 @@ class AnomalyLog:
         self.per_kind: dict[str, int] = defaultdict(int)
         self.kept_per_kind: dict[str, int] = defaultdict(int)
 
+    def counted_only(self, kind: str, count: int = 1) -> bool:
+        """Count `count` more of `kind` when no more of it are kept (True), so a caller
+        skips building the detail of an anomaly that would not be kept."""
+        if self.kept_per_kind[kind] < MAX_ANOMALIES_PER_KIND:
+            return False
+        self.per_kind[kind] += count
+        return True
+
     def add(self, kind: str, key: str | None, *, count: int = 1, examples: Iterable[str] = (),
             versions: list | None = None, detail: str = "") -> None:
         self.per_kind[kind] += count

@@ -7,7 +7,7 @@ from collections.abc import Iterable, Sequence
 from functools import partial
 from typing import Any
 
-from chaos.checker import check_run
+from chaos.checker import NOT_READ, check_run
 from chaos.events import Event
 from chaos.history import HistorySource
 from chaos.orchestrator.drain import leftovers
@@ -45,7 +45,7 @@ def check(run: Run, events: list[Event], faults: Sequence[Any] = ()) -> tuple[Ru
     elif not unread:
         run.reasons += missed_effects(faults, history)
     notes = WorkNotes()
-    judge = partial(check_run, history, run=run.index, unknown_reasons=run.reasons, seed=run.seed,
+    judge = partial(check_run, history.without(NOT_READ), run=run.index, unknown_reasons=run.reasons, seed=run.seed,
                     rig_failures=run.rig.failures, explained=set().union(*(f.explains() for f in faults)),
                     observe=notes.observe)
     try:
@@ -68,7 +68,7 @@ def missed_effects(faults: Sequence[Any], history: Iterable[dict]) -> list[str]:
     the history into memory, for runs with such a fault only: faults.effects indexes it.)"""
     reasons = []
     declared = [f for f in faults if getattr(f, "effect", "")]
-    ops = list(history) if declared else []
+    ops = history.passes(list) if declared and isinstance(history, HistorySource) else list(history) if declared else []
     for fault in declared:
         reason = missing_effect(fault.effect, fault.name, ops)
         if reason:
@@ -96,27 +96,27 @@ def empty_final(events: list[Event]) -> FinalState:
     return FinalState(events=Intended(events))
 
 
-def measure(run: Run, history: Iterable[dict], notes: WorkNotes, started: float) -> RunMetrics:
+def measure(run: Run, history: HistorySource, notes: WorkNotes, started: float) -> RunMetrics:
     """Work metrics, the faults' phases and the notes of a run, from what the check's pass
     over its history noted (the history is read again only when a fault started after the
     last publish)."""
     handled, work_s = notes.work()
     fault_ops = notes.faults
     run.phases += fault_phases(fault_ops, run.index)
-    run.notes = [f"run {run.index}: {note}"
-                 for note in late_fault_notes(history, run.t0, fault_ops, notes.last_publish)]
+    late = partial(late_fault_notes, t0=run.t0, faults=fault_ops, last_publish=notes.last_publish)
+    run.notes = [f"run {run.index}: {note}" for note in history.passes(late)]
     return RunMetrics(run.index, run.seed, time.monotonic() - started, handled, work_s,
                       handled / work_s if work_s else None, str(run.dir))
 
 
-def trace(run: Run, result: RunResult, history: Iterable[dict]) -> None:
+def trace(run: Run, result: RunResult, history: HistorySource) -> None:
     """The run's ops, phases and notes as trace lines (`--trace`), when the cell asks for them."""
     out = run.cell.trace
     if out is None:
         return
     from chaos.trace import trace_lines
     out(f"--- run {run.index} (seed {run.seed}): {result.verdict}")
-    for line in trace_lines(history, origin=run.t0):
+    for line in history.passes(partial(trace_lines, origin=run.t0)):
         out(line)
     out("phases: " + ", ".join(
         f"{p.name} {(p.start - run.t0) * 1000:.0f}..{(p.end - run.t0) * 1000:.0f} ms"

@@ -104,12 +104,26 @@ def shared_once(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str, Call
     return once
 
 
+def plugins_kept_out(args: list[str]) -> list[str]:
+    """The ``-p no:NAME`` options among ``args`` (as pairs: ``["-p no:x", ...]``)."""
+    return [f"-p {name}" for flag, name in zip(args, args[1:]) if flag == "-p" and name.startswith("no:")]
+
+
 def pytest_configure(config: pytest.Config) -> None:
     """Under xdist each worker takes the next test when it finishes one (``--maxschedchunk 1``,
     unless given), in the order below, instead of a batch handed out early: a batch can end the
-    session with one worker running the long tests it was given while the others are idle."""
+    session with one worker running the long tests it was given while the others are idle.
+
+    The nested pytest sessions the tests start (tests/report, tests/nightly, tests/cells, ...)
+    mostly run in temp dirs, outside this repository's ini: they get its ``-p no:...``
+    options through ``PYTEST_ADDOPTS``, else each pays ~1.3 s of CPU importing hypothesis,
+    pytest-benchmark and anyio (pyproject.toml's addopts)."""
     if config.pluginmanager.hasplugin("xdist") and getattr(config.option, "maxschedchunk", 0) is None:
         config.option.maxschedchunk = 1
+    current = os.environ.get("PYTEST_ADDOPTS", "")
+    missing = [pair for pair in plugins_kept_out(config.getini("addopts")) if pair not in current]
+    if missing:
+        os.environ["PYTEST_ADDOPTS"] = " ".join([current, *missing]).strip()
 
 
 @pytest.hookimpl(trylast=True)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -11,10 +12,13 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def run_pytest(*args: str, cwd: Path = ROOT, timeout: float = 600,
                env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    """`python -m pytest ARGS` in a child (extra `env`), this checkout first on the path."""
+    """`python -m pytest ARGS` in a child (extra `env`), this checkout first on the path; of
+    PYTEST_ADDOPTS only the plugins kept out (`-p no:NAME`: see the root conftest)."""
     env = {**os.environ, **(env or {}), "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
     env.pop("PYTEST_XDIST_WORKER", None)
-    env.pop("PYTEST_ADDOPTS", None)
+    given = shlex.split(env.pop("PYTEST_ADDOPTS", ""))
+    env["PYTEST_ADDOPTS"] = " ".join(f"-p {name}" for flag, name in zip(given, given[1:])
+                                     if flag == "-p" and name.startswith("no:"))
     return subprocess.run([sys.executable, "-m", "pytest", *args], cwd=cwd, env=env, text=True,
                           capture_output=True, timeout=timeout)
 

@@ -49,25 +49,53 @@ def session(tmp_path: Path, base: Path, *args: str, **env: str) -> tuple[str, li
     return out, [Path(named.group(1)), *[Path(line) for line in section.split() if line.startswith("/")]]
 
 
-def test_a_failing_cell_keeps_its_dirs_where_the_message_says_and_a_passing_cell_keeps_none(tmp_path, cluster_base):
-    out, (named, *listed) = session(tmp_path, cluster_base)
-    assert listed == [named]
-    assert named.is_dir() and (named.parent.parent == cluster_base / ".kept")     # after the session ended
-    assert list(named.rglob("*.jsonl")), "the failed run's history is there"
+def observe(folder: Path, base: Path, *args: str, **env: str) -> dict:
+    """One session of the two cells, and what it left, looked at right after it ended."""
+    out, (named, *listed) = session(folder, base, *args, **env)
     passing = Path(re.search(r"PASSING ROOT (\S+)", out).group(1))
-    assert not passing.exists()
-    assert sorted(p.name for p in named.parent.iterdir()) == [named.name], "only the failure's dirs, no owner file"
-    assert [p.name for p in cluster_base.iterdir() if not p.name.startswith(".")] == [], "cluster dirs are gone"
+    return {"named": str(named), "listed": [str(p) for p in listed], "named_is_dir": named.is_dir(),
+            "histories": bool(list(named.rglob("*.jsonl"))), "session_dir": sorted(p.name for p in named.parent.iterdir()),
+            "passing_is_dir": passing.is_dir(), "cluster_dirs": [p.name for p in base.iterdir() if not p.name.startswith(".")]}
+
+
+@pytest.fixture
+def three_sessions(shared_once) -> dict:
+    """Three sessions in one base, run once for the three tests that read them (each session
+    starts a topology: seconds of CPU): plain, with --chaos-keep-runs, then with
+    CHAOS_KEPT_DIRS=2, which must prune the first one's dirs."""
+    def build(folder: Path) -> dict:
+        base = Path(tempfile.mkdtemp(prefix="chaos-kept-test-", dir="/dev/shm" if os.path.isdir("/dev/shm") else None))
+        os.chmod(base, 0o755)
+        try:
+            seen = {"base": str(base), "plain": observe(folder, base), "keep": observe(folder, base, "--chaos-keep-runs"),
+                    "bounded": observe(folder, base, CHAOS_KEPT_DIRS="2")}
+            seen["kept_after"] = sorted(p.name for p in (base / ".kept").iterdir())
+            return seen
+        finally:
+            shutil.rmtree(base, ignore_errors=True)
+    return shared_once("kept-runs-sessions", build)
+
+
+def test_a_failing_cell_keeps_its_dirs_where_the_message_says_and_a_passing_cell_keeps_none(three_sessions):
+    plain = three_sessions["plain"]
+    named = Path(plain["named"])
+    assert plain["listed"] == [plain["named"]]
+    assert plain["named_is_dir"] and named.parent.parent == Path(three_sessions["base"]) / ".kept"  # after the session ended
+    assert plain["histories"], "the failed run's history is there"
+    assert not plain["passing_is_dir"]
+    assert plain["session_dir"] == [named.name], "only the failure's dirs, no owner file"
+    assert plain["cluster_dirs"] == [], "cluster dirs are gone"
 
 
 def test_a_session_of_passing_cells_keeps_nothing(tmp_path, cluster_base):
+    """Under xdist (the same without xdist: test_a_suite_with_its_own_cluster_keeps_no_passing_dirs,
+    and the passing cell of test_a_failing_cell_keeps_its_dirs_...)."""
     (tmp_path / "test_cells.py").write_text(CELLS)
     before = set((cluster_base / ".kept").iterdir()) if (cluster_base / ".kept").exists() else set()
-    for workers in ([], ["-n", "2"]):
-        proc = run_pytest("-p", "no:cacheprovider", "test_cells.py", "-k", "passing", *workers, cwd=tmp_path,
-                          timeout=300, env={"CHAOS_CLUSTER_BASE": str(cluster_base)})
-        assert proc.returncode == 0, proc.stdout[-3000:]
-        assert set((cluster_base / ".kept").iterdir()) == before
+    proc = run_pytest("-p", "no:cacheprovider", "test_cells.py", "-k", "passing", "-n", "2", cwd=tmp_path,
+                      timeout=300, env={"CHAOS_CLUSTER_BASE": str(cluster_base)})
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert set((cluster_base / ".kept").iterdir()) == before
 
 
 OWN_TOPOLOGY = '''
@@ -100,19 +128,16 @@ def test_a_suite_with_its_own_cluster_keeps_no_passing_dirs(tmp_path, cluster_ba
     assert set((cluster_base / ".kept").iterdir()) == before
 
 
-def test_keep_runs_keeps_a_passing_cell_s_dirs(tmp_path, cluster_base):
-    out, (named, *_listed) = session(tmp_path, cluster_base, "--chaos-keep-runs")
-    passing = Path(re.search(r"PASSING ROOT (\S+)", out).group(1))
-    assert passing.is_dir() and named.is_dir()
+def test_keep_runs_keeps_a_passing_cell_s_dirs(three_sessions):
+    keep = three_sessions["keep"]
+    assert keep["passing_is_dir"] and keep["named_is_dir"]
 
 
-def test_retention_bounds_what_sessions_keep(tmp_path, cluster_base):
-    first = session(tmp_path, cluster_base)[1][0].parent
-    second = session(tmp_path, cluster_base)[1][0].parent
-    assert first.is_dir() and second.is_dir()
-    third = session(tmp_path, cluster_base, CHAOS_KEPT_DIRS="2")[1][0].parent
-    assert sorted(p.name for p in (cluster_base / ".kept").iterdir()) == sorted([second.name, third.name])
-    assert not first.exists()
+def test_retention_bounds_what_sessions_keep(three_sessions):
+    first, second, third = (Path(three_sessions[k]["named"]).parent for k in ("plain", "keep", "bounded"))
+    assert three_sessions["keep"]["named_is_dir"] and three_sessions["bounded"]["named_is_dir"]
+    assert three_sessions["kept_after"] == sorted([second.name, third.name])
+    assert first.name not in three_sessions["kept_after"]
 
 
 def test_a_bad_retention_setting_is_a_usage_error_before_anything_starts(tmp_path, cluster_base):

@@ -2,7 +2,6 @@
 every cell, history carried from one night to the next, and the failures it must report."""
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import shutil
@@ -26,33 +25,23 @@ SELECTION = ("suites/ordering/test_reference_rows.py", "-k",
 SHARD_TIME_SCALE = "0.25"
 
 
-@pytest.fixture(scope="module")
-def shards(tmp_path_factory) -> list[Path]:
+@pytest.fixture
+def shards(shared_once) -> list[Path]:
     """Two real shards of a small suite, each laid out as the nightly workflow uploads it.
-
-    Made once per session: under xdist the first worker to get here runs them (under a lock,
-    in the session's base temp dir, which pytest removes in its rotation) and the others
-    read them."""
-    base = tmp_path_factory.getbasetemp()
-    if os.environ.get("PYTEST_XDIST_WORKER"):
-        base = base.parent                      # the controller's base temp, shared by the workers
-    base = base / "nightly-shards"
-    base.mkdir(exist_ok=True)
-    with open(base / ".lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        dirs = [base / f"shard-{k}" for k in (1, 2)]
-        if not (base / ".done").exists():
-            for k, shard in enumerate(dirs, start=1):
-                shutil.rmtree(shard, ignore_errors=True)
-                shard.mkdir()
-                proc = run_pytest("-q", *SELECTION, "--chaos-runs", "2", "--chaos-seed", "7", f"--chaos-shard={k}/2",
-                                  "--chaos-time-scale", SHARD_TIME_SCALE,
-                                  "--alluredir", str(shard / "allure-results"),
-                                  "--chaos-summary", str(shard / "summary.json"),
-                                  "--chaos-store-durations", str(shard / "durations.json"))
-                assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
-            (base / ".done").touch()
-    return dirs
+    One run a cell: the merge is about cells and nights, not runs. Made once per session
+    (`shared_once`: under xdist the first worker to ask runs them, the others read them)."""
+    def build(folder: Path) -> list[str]:
+        dirs = [folder / f"shard-{k}" for k in (1, 2)]
+        for k, shard in enumerate(dirs, start=1):
+            shard.mkdir()
+            proc = run_pytest("-q", *SELECTION, "--chaos-runs", "1", "--chaos-seed", "7", f"--chaos-shard={k}/2",
+                              "--chaos-time-scale", SHARD_TIME_SCALE,
+                              "--alluredir", str(shard / "allure-results"),
+                              "--chaos-summary", str(shard / "summary.json"),
+                              "--chaos-store-durations", str(shard / "durations.json"))
+            assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+        return [str(d) for d in dirs]
+    return [Path(d) for d in shared_once("nightly-shards", build)]
 
 
 @pytest.fixture(scope="module")

@@ -80,22 +80,34 @@ INNER = textwrap.dedent('''
 ''')
 
 
-def run_inner(tmp_path: Path, seed: int) -> dict:
-    results = tmp_path / f"results-{seed}"
-    (tmp_path / "test_inner.py").write_text(INNER.replace("seed=100,", f"seed={seed},"))
+def inner_session(folder: Path, seed: int) -> str:
+    """Run the inner session (its cells seeded `seed`); its Allure results dir."""
+    results = folder / f"results-{seed}"
+    (folder / "test_inner.py").write_text(INNER.replace("seed=100,", f"seed={seed},"))
     env = {**os.environ, "PYTHONPATH": f"{REPO}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
     proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
                            f"--alluredir={results}", "test_inner.py"],
-                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+                          cwd=folder, env=env, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+    return str(results)
+
+
+def read_inner(results: Path) -> dict:
     found = {r["name"]: r for r in (json.loads(p.read_text()) for p in results.glob("*-result.json"))}
     single = next(r for name, r in found.items() if "latency" in name)
     single["_dir"], single["_all"] = results, found
     return single
 
 
-def test_labels_parameters_steps_and_attachments(tmp_path):
-    result = run_inner(tmp_path, seed=100)
+@pytest.fixture
+def seed_100(shared_once) -> dict:
+    """The inner session with seed 100, run once for every test here that reads it (under
+    xdist too): a nested session costs seconds, its results are only read."""
+    return read_inner(Path(shared_once("allure-cell-seed-100", lambda folder: inner_session(folder, 100))))
+
+
+def test_labels_parameters_steps_and_attachments(seed_100):
+    result = seed_100
     labels = {(lab["name"], lab["value"]) for lab in result["labels"]}
     assert {("epic", "ordering"), ("feature", "s1"), ("story", "latency"), ("severity", "critical")} <= labels
     params = {p["name"]: p for p in result["parameters"]}
@@ -130,8 +142,8 @@ def test_labels_parameters_steps_and_attachments(tmp_path):
     assert "Note: latency fired after the workload ended" in result["description"]
 
 
-def test_a_test_with_two_cells_reports_the_second_in_a_step_of_its_own(tmp_path):
-    (both,) = [r for name, r in run_inner(tmp_path, seed=100)["_all"].items() if "latency" not in name]
+def test_a_test_with_two_cells_reports_the_second_in_a_step_of_its_own(seed_100):
+    (both,) = [r for name, r in seed_100["_all"].items() if "latency" not in name]
     assert both["name"] == "s1 x none + s5 x none"
     assert [lab["value"] for lab in both["labels"] if lab["name"] == "feature"] == ["s1"]
     params = {p["name"]: p["value"] for p in both["parameters"]}
@@ -145,8 +157,8 @@ def test_a_test_with_two_cells_reports_the_second_in_a_step_of_its_own(tmp_path)
     assert "**s1 x none**" in both["description"] and "**s5 x none**" in both["description"]
 
 
-def test_history_id_does_not_depend_on_the_seed(tmp_path):
-    assert run_inner(tmp_path, seed=100)["historyId"] == run_inner(tmp_path, seed=7)["historyId"]
+def test_history_id_does_not_depend_on_the_seed(seed_100, tmp_path):
+    assert seed_100["historyId"] == read_inner(Path(inner_session(tmp_path, seed=7)))["historyId"]
 
 
 def _cell(lost: bool, wrong: bool = False):

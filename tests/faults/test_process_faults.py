@@ -74,12 +74,14 @@ def test_kill_consumer_victim_replays_with_the_seed(procs) -> None:
 def test_pause_stops_then_continues_the_worker(procs) -> None:
     ctx = LocalContext(None, seed=1, roles=consumers(procs, 1))
     worker = ctx.workers("consumer")[0]
-    fault = get_fault("pause:at_ms=0,duration_ms=400,target=C1")
+    fault = get_fault("pause:at_ms=0,duration_ms=2000,target=C1")
     thread = FaultThread(fault, ctx).start()
-    time.sleep(0.15)
-    during = state(worker.pid)
+    # once the fault says it started (a fixed 0.15 s could miss a late start on a loaded machine)
+    assert wait_until(lambda: "start" in ctx.phases("pause"), timeout=10), ctx.ops
+    stopped = wait_until(lambda: state(worker.pid) == "T", timeout=1.0)   # the kernel stops it at its next wake-up
+    during, window_open = state(worker.pid), "stop" not in ctx.phases("pause")
     thread.join(10)
-    assert during == "T", f"worker state during the pause: {during}"
+    assert stopped and window_open, f"worker state during the pause: {during}; phases {ctx.phases('pause')}"
     assert state(worker.pid) in "RS", state(worker.pid)
     assert ctx.phases("pause") == ["start", "stop"]
 

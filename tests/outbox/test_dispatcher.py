@@ -213,7 +213,11 @@ def test_a_stopped_per_key_dispatcher_holds_its_key_until_it_resumes(outbox_db, 
     at_once(reference_pairs, outbox_db)
     info = relay.wait_failpoint_any("before_publish")
     stopped = next(p for p in procs if p.pid == info["pid"])
-    time.sleep(0.5)
+    # until #43 is out through the other dispatcher (a loaded machine took longer than a fixed 0.5 s)
+    deadline = time.monotonic() + 30
+    while stream_order(cluster.direct_redis()).get("43") != ["e43-1", "e43-2"] and time.monotonic() < deadline:
+        time.sleep(0.02)
+    time.sleep(0.1)   # a publish of #42 that the lock failed to hold would show by now too
     during = stream_order(cluster.direct_redis())
     relay.resume(stopped)
     relay.drain(outbox_db)

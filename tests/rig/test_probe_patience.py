@@ -69,10 +69,14 @@ def silent_server(tmp_path):
 
 def test_a_live_server_that_misses_its_probe_is_named_only_after_the_patience(silent_server, monkeypatch):
     component, _ = silent_server
-    monkeypatch.setattr(health, "SLOW_PATIENCE_S", 0.6)
-    assert component.problem(deep=True, timeout=0.2) == ""          # slow, not gone: not yet
-    assert component.problem(deep=True, timeout=0.2) == ""
-    time.sleep(0.5)
+    patience = 2.0
+    monkeypatch.setattr(health, "SLOW_PATIENCE_S", patience)
+    started = time.monotonic()
+    first, second = (component.problem(deep=True, timeout=0.2) for _ in range(2))
+    if time.monotonic() - started >= patience:   # two 0.2 s probes outlasted the patience: a starved test
+        pytest.skip(f"could not tell: two probes took {time.monotonic() - started:.1f} s, the patience is {patience} s")
+    assert (first, second) == ("", "")                               # slow, not gone: not yet
+    time.sleep(max(0.0, started + patience + 0.1 - time.monotonic()))
     found = component.problem(deep=True, timeout=0.2)
     assert found.startswith(f"unreachable at {component.address}: "), found
     assert "alive and running, its probes unanswered for" in found

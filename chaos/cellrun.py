@@ -1,8 +1,11 @@
-"""Running one cell for a test: the one way every suite runs a cell.
+"""The one runner: a CellSpec run, judged and turned into its summary row, for the pytest
+fixture, `python -m chaos run` and `python -m chaos matrix` alike.
 
-``run`` runs a Cell (or a preset spec) on a cluster with the session's runs, seed and time
-scale, reports it to Allure and returns a CellRun: the result, each run's history (read on
-demand while the run dirs exist), the expectation from the table, and the summary row.
+``run_judged`` runs a CellSpec (chaos.orchestrator.run_spec), looks its expectation up (or
+takes the one given) and returns a CellRun: the result, each run's history (read on demand
+while the run dirs exist), the expectation, and the summary row (chaos.report.rows). ``run``
+is the fixture's side: a Cell of an area module (or a preset spec) with the session's runs,
+seed and time scale, reported to Allure.
 The plugin's ``chaos_cell`` fixture (chaos/pytest_plugin/cells.py) wraps it and records the row
 for the terminal summary; chaos/pytest_plugin/rundirs.py removes a passing test's run dirs.
 
@@ -32,7 +35,7 @@ LOOK_UP = True   # `expected=LOOK_UP`: the expectation table's row for the cell'
 class CellRun:
     """A cell's result, its histories, the expectation that judges it and its summary row."""
 
-    cell: Cell
+    cell: Cell | None            # the area module's Cell (None for a cell of the command line)
     result: CellResult
     expectation: Expectation | None
     area: str
@@ -40,6 +43,11 @@ class CellRun:
     judged: bool = True       # False: the test asserts its own figures (expected=False)
     checked: bool = False
     _histories: list[list[dict]] | None = field(default=None, repr=False)
+    cell_spec: CellSpec | None = None     # the cell as run (else the Cell's own spec)
+
+    @property
+    def spec(self) -> CellSpec:
+        return self.cell_spec if self.cell_spec is not None else self.cell.spec
 
     @property
     def histories(self) -> list[list[dict]]:
@@ -62,7 +70,7 @@ class CellRun:
 
     @property
     def fault(self) -> str:
-        return "+".join(self.cell.faults) or "none"
+        return self.spec.fault_text
 
     @property
     def outcome(self) -> str:
@@ -85,7 +93,7 @@ class CellRun:
 
     @property
     def label(self) -> str:
-        return f"{self.cell.preset} x {self.fault}"
+        return f"{self.spec.preset_text} x {self.fault}"
 
     def _measured(self) -> str:
         return f"measured over {self.result.run_count} runs, verdict {self.result.verdict}: {self.figures()}"
@@ -106,7 +114,7 @@ class CellRun:
             reasons = "; ".join(self.result.unknown_reasons) or "no reason recorded"
             raise UnknownVerdict(f"UNKNOWN: {self.label}: {reasons}\n{self._measured()}\nrun dirs: {self.run_root}")
         try:
-            assert_cell(self.result, self.expectation, preset=self.cell.preset, fault=self.fault)
+            assert_cell(self.result, self.expectation, preset=self.spec.preset_text, fault=self.fault)
         except AssertionError as exc:
             raise AssertionError(f"{exc}\nrun dirs: {self.run_root}") from None
 
@@ -144,7 +152,6 @@ def run(cell: Cell, cluster: Any, options: Any, *, runs: int | None = None, fixe
     says, so they need an explicit `expected`. A fault that did not heal rebuilds the cluster
     and raises.
     """
-    from chaos.orchestrator import run_spec
     from faults.interface import FaultError
 
     if failpoints and expected is LOOK_UP:
@@ -157,19 +164,33 @@ def run(cell: Cell, cluster: Any, options: Any, *, runs: int | None = None, fixe
     spec = cell.spec.but(runs=count, seed=options.seed, time_scale=time_scale or options.time_scale,
                          backend=getattr(options, "backend", None))
     try:
-        result = run_spec(cluster, spec, failpoints=dict(failpoints) if failpoints else None, keep_runs="always")
+        outcome = run_judged(cluster, spec, expected=expected, area=area, cell=cell,
+                             failpoints=dict(failpoints) if failpoints else None, keep_runs="always")
     except FaultError as exc:
         cluster.rebuild(reason=f"fault did not heal: {exc}")  # the next test gets a sound topology
         raise
-    expectation = expect_cell(spec) if expected is True else expected or None
-    cell_area = area_of(expectation, area)
-    row = cell_row(result, spec, area=cell_area, expected=expectation, reproduce=spec.replay())
-    judged = expected is not False and expected is not None
-    outcome = CellRun(cell, result, expectation, cell_area, row, judged=judged)
     if histories:
         outcome.histories  # noqa: B018 - read now
     _report(outcome, spec)
     return outcome
+
+
+def run_judged(cluster: Any, spec: CellSpec, *, expected: Expectation | bool | None = LOOK_UP, area: str = "",
+               cell: Cell | None = None, **run: Any) -> CellRun:
+    """Run `spec` (chaos.orchestrator.run_spec with `run`'s keywords) and judge it."""
+    from chaos.orchestrator import run_spec
+    return judge(spec, run_spec(cluster, spec, **run), expected=expected, area=area, cell=cell)
+
+
+def judge(spec: CellSpec, result: CellResult, *, expected: Expectation | bool | None = LOOK_UP, area: str = "",
+          cell: Cell | None = None) -> CellRun:
+    """The CellRun of a finished cell: its expectation (LOOK_UP: the table's row for the spec's key;
+    an Expectation; None/False: unjudged), the area of that row (else `area`), its summary row."""
+    expectation = expect_cell(spec) if expected is True else expected or None
+    cell_area = area_of(expectation, area)
+    row = cell_row(result, spec, area=cell_area, expected=expectation, reproduce=spec.replay())
+    judged = expected is not False and expected is not None
+    return CellRun(cell, result, expectation, cell_area, row, judged=judged, cell_spec=spec)
 
 
 def _report(outcome: CellRun, spec: CellSpec) -> None:

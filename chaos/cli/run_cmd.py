@@ -95,7 +95,14 @@ def run_one_cell(cluster: Any, spec: CellSpec, trace: bool, runs_root: Path,
                  named: list[Path] | None = None) -> tuple[dict, int]:
     """Run a cell and build its JSON object and exit code; keeps the run dirs of a failed cell
     (added to `named`, the dirs this command has named), then bounds the runs root."""
-    from chaos.orchestrator import run_spec
+    out, code, _ = run_judged_cell(cluster, spec, trace, runs_root, named)
+    return out, code
+
+
+def run_judged_cell(cluster: Any, spec: CellSpec, trace: bool, runs_root: Path,
+                    named: list[Path] | None = None) -> tuple[dict, int, Any]:
+    """`run_one_cell`, also returning the CellRun (chaos.cellrun: the runner the fixture uses)."""
+    from chaos.cellrun import run_judged
     strategy = _check_inputs(spec)
     expected = _expectation(spec)
     label = spec.preset_text
@@ -133,11 +140,12 @@ def run_one_cell(cluster: Any, spec: CellSpec, trace: bool, runs_root: Path,
     failures.crash_site.runs_done = 0
     try:
         with failures.watching(cluster, _spared(spec)):
-            cell = run_spec(cluster, spec, strategy=strategy, run_root=root, keep_runs="always", progress=progress,
-                            trace=(lambda line: print(line, file=sys.stderr)) if trace else None,
-                            raise_fault_errors=False)
+            judged = run_judged(cluster, spec, expected=expected, strategy=strategy, run_root=root,
+                                keep_runs="always", progress=progress, raise_fault_errors=False,
+                                trace=(lambda line: print(line, file=sys.stderr)) if trace else None)
     finally:
         options.release_run_dir(root)
+    cell = judged.result
     result.append(cell)
     mismatches = expected.mismatches(cell) if expected is not None else []
     matches = not mismatches
@@ -159,7 +167,7 @@ def run_one_cell(cluster: Any, spec: CellSpec, trace: bool, runs_root: Path,
     if keep:
         _say_kept(spec, cell, root, runs_root, mismatches, unknown, reproduce)
     code = EXIT_UNKNOWN if unknown else (EXIT_OK if matches else EXIT_MISMATCH)
-    return out, code
+    return out, code, judged
 
 
 def _say_kept(spec: CellSpec, cell: Any, root: Path, runs_root: Path, mismatches: list[str], unknown: bool,
@@ -243,7 +251,8 @@ def cmd_matrix(args: argparse.Namespace) -> int:
     """The expectation table's rows, each run with its own parameters (see chaos.report.matrix)."""
     from chaos.cluster.sentinel import ENV as TOPOLOGY_ENV
     from chaos.cluster.sentinel import parse_topology
-    from chaos.report.matrix import coverage, matrix_cell, plan_cells, split_by_topology
+    from chaos.expectations.plan import coverage, plan_cells, split_by_topology
+    from chaos.report.matrix import matrix_row
     topology = parse_topology(os.environ.get(TOPOLOGY_ENV) or None)[0]
     planned, skipped = split_by_topology(plan_cells(args.area or None, _csv(args.presets), _csv(args.faults)),
                                          topology)
@@ -275,8 +284,8 @@ def cmd_matrix(args: argparse.Namespace) -> int:
     with _start_cluster(args.backend) as cluster:
         for cell, spec in zip(planned, specs, strict=True):
             failures.crash_site.cell_json = None
-            out, code = run_one_cell(cluster, spec, False, root, named)
-            row = matrix_cell(out, area=cell.area, expected=cell.expected, parts=cell.parts)
+            out, code, judged = run_judged_cell(cluster, spec, False, root, named)
+            row = matrix_row(judged.row, out, area=cell.area)
             cells.append(row)
             worst = max(worst, code)
             print(_summary_line(out), file=sys.stderr)

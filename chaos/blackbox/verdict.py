@@ -140,6 +140,7 @@ def check_blackbox_run(config: WorkerConfig, *, history: list[dict], effects: li
     """The built-in checker over the producer/nemesis history plus the observed effects;
     ``liveness``: how the drain ended (see the module doc); ``poison``: the poison events
     published beside the workload (no part of it: their fate is counted apart)."""
+    shown = history      # the run's record keeps the poison's publishes (trace, plots); the checker does not
     history, stream, poison_figures = split_poison(history, stream, poison)
     reached = {op["event_id"] for op in history if op.get("f") == "publish" and op.get("type") == "ok"}
     reached |= {e["event_id"] for e in stream.stream_entries if e.get("event_id")}
@@ -157,6 +158,8 @@ def check_blackbox_run(config: WorkerConfig, *, history: list[dict], effects: li
     extra.stopped_consuming = result.anomaly_counts.get(STOPPED_CONSUMING, 0)
     for name, value in poison_figures.items():
         setattr(extra, name, value)
+    if shown is not history:
+        merged = sorted([*shown, *ops], key=lambda op: op["time"])
     return BlackBoxRun(result=result, extra=extra, history=merged, liveness=liveness)
 
 

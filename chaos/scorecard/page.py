@@ -117,7 +117,7 @@ def cell_page(card: Any, cell: Any, i: int, cells_dir: Path) -> str:
     body = (f"<p><a href='../index.html'>&larr; scorecard</a></p><h1>{html.escape(cell.fault)}</h1>"
             f"<div class='like'>Behaves {html.escape(cell.like)}</div>"
             + (f"{''.join(plots)}<div class='sub'>Shaded: the fault window. Grey ticks: a sample Redis did "
-               f"not answer.</div>" if plots else "")
+               f"not answer. Dashed purple: a poison entry published.</div>" if plots else "")
             + f"<h2>Properties</h2><table class='ev'><tr><th>property</th><th></th><th>evidence</th></tr>{ev}</table>"
             + (f"<h2>Broken [expect] promises</h2><ul>{broken}</ul>" if broken else "")
             + f"<h2>Counts (runs: {len(cell.cell.runs) if cell.cell else 0})</h2><div class='sub'>{html.escape(counts)}</div>"

@@ -1,5 +1,6 @@
-"""A cell's curves over time, fault windows shaded: stream length, the group's lag, each
-consumer's PEL, and throughput (state writes committed per second, from the observed effects).
+"""A cell's curves over time, fault windows shaded (a poison entry's publish dashed): stream
+length, the group's lag, each consumer's PEL, and throughput (state writes committed per
+second, from the observed effects).
 
 Times count from the run's first publish. Drawn with matplotlib's Agg backend (no display).
 """
@@ -80,15 +81,20 @@ def plot_run(samples: list[Any], history: list[dict], path: Path, title: str) ->
     axes[3].set_ylabel("writes / s", fontsize=8)
     axes[3].set_xlabel("seconds since the first publish", fontsize=8)
     gaps = [s.t - t0 for s in span if s.length is None]
+    poison = [op["time"] - t0 for op in history if op.get("f") == "publish" and op.get("type") == "ok"
+              and str(op.get("event_id", "")).startswith("poison-")]     # fault poison:source=config
     for ax in axes:
         for i, (name, a, b) in enumerate(windows):
             ax.axvspan(a, max(b, a + 0.05), color="#d9534f", alpha=0.18, lw=0,
                        label=f"fault: {name}" if ax is axes[0] and i == 0 else None)
         for g in gaps:
             ax.axvline(g, color="#999999", lw=0.4, alpha=0.5)
+        for i, p in enumerate(poison):
+            ax.axvline(p, color="#8e44ad", lw=1.2, ls="--",
+                       label="poison published" if ax is axes[0] and i == 0 else None)
         ax.tick_params(labelsize=7)
         ax.grid(alpha=0.25)
-    if windows:
+    if windows or poison:
         axes[0].legend(fontsize=7, loc="upper right")
     fig.suptitle(title, fontsize=9)
     path.parent.mkdir(parents=True, exist_ok=True)

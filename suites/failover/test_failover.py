@@ -39,7 +39,7 @@ def redeliveries_by_via(outcome: CellRun, run: int) -> Counter:
                    and op.get("event_id") in before)
 
 
-@pytest.mark.parametrize("cell", PRESET_CELLS, ids=[c.test_id.split("|", 1)[0] + ("+" + c.faults[1].split(":")[0] if len(c.faults) > 1 else "")
+@pytest.mark.parametrize("cell", PRESET_CELLS, ids=[c.test_id.split("|", 1)[0] + ("+" + c.spec.faults[1].name if len(c.faults) > 1 else "")
                               for c in PRESET_CELLS])
 def test_failover_cell(cell, chaos_cell) -> None:
     outcome = chaos_cell(cell, check=False)

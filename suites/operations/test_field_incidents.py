@@ -47,7 +47,7 @@ def test_group_loss_cell(cell, chaos_cell) -> None:
 @pytest.mark.parametrize("cell", DELETE, ids=[c.test_id for c in DELETE])
 def test_delete_consumer_cell(cell, chaos_cell) -> None:
     outcome = chaos_cell(cell, check=False)
-    name = cell.faults[0].partition(":")[0]
+    name = cell.spec.faults[0].name
     for run in range(len(outcome.histories)):
         start = _start(outcome, run, name)
         if name == "delete-consumer":
@@ -61,7 +61,7 @@ def test_delete_consumer_cell(cell, chaos_cell) -> None:
 @pytest.mark.parametrize("cell", LONG_JOB, ids=[c.test_id for c in LONG_JOB])
 def test_long_job_cell(cell, chaos_cell) -> None:
     outcome = chaos_cell(cell, check=False)
-    job = cell.faults[0].partition("event_id=")[2].partition(",")[0]
+    job = cell.spec.faults[0].values.get("event_id", "")
     for run, history in enumerate(outcome.histories):
         paused = [op for op in history if op["f"] == "failpoint" and (op.get("value") or {}).get("name") == "in_work"]
         assert paused, f"run {run}: the long job never ran long; {outcome.figures()}"

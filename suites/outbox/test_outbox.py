@@ -37,8 +37,7 @@ def publish_times(history: list[dict]) -> dict[str, float]:
 @pytest.mark.parametrize("cell", CELLS, ids=[c.test_id for c in CELLS])
 def test_outbox_cell(cell, chaos_cell) -> None:
     outcome = chaos_cell(cell, check=False)
-    for fault in cell.faults:
-        name = fault.partition(":")[0]
+    for name in (fault.name for fault in cell.spec.faults):
         for run in range(len(outcome.histories)):
             started = [v for v in outcome.fault_ops(run, name) if v.get("phase") == "start"]
             assert started, f"run {run}: fault {name} never acted; {outcome.figures()}"

@@ -10,7 +10,7 @@ from chaos.expectations.redelivery import SERVER_CELLS
 @pytest.mark.parametrize("cell", SERVER_CELLS, ids=[c.test_id for c in SERVER_CELLS])
 def test_server_fault_cell(cell, chaos_cell) -> None:
     outcome = chaos_cell(cell, check=False)
-    name = cell.faults[0].partition(":")[0]
+    name = cell.spec.faults[0].name
     for run in range(len(outcome.histories)):
         starts = [v for v in outcome.fault_ops(run, name) if v.get("phase") == "start"]
         assert starts, f"run {run}: {name} never fired; {outcome.figures()}"

@@ -171,6 +171,7 @@ class EachRun:
     inner: Compare | Between
     min_fraction: float = 1.0
     name: str = ""   # the count, set by Expectation.of
+    rate: Any = None   # the measured break rate the fraction follows from (chaos.workload.rates.BreakRate)
     relative = False
 
     def per_run(self, cell: CellResult) -> list[Any]:
@@ -189,13 +190,16 @@ class EachRun:
         return -1 if isinstance(self.inner, Compare) and self.inner.op in (">=", ">") else 0
 
 
-def each_run(bound: Compare | Between, min_fraction: float = 1.0) -> EachRun:
-    """`each_run(ge(1))`: every run shows the count (a "must break" bound per run)."""
+def each_run(bound: Compare | Between, min_fraction: float = 1.0, *, rate: Any = None) -> EachRun:
+    """`each_run(ge(1))`: every run shows the count (a "must break" bound per run);
+    `each_run(ge(1), rate=BreakRate(k, n))`: in the fraction of runs its measured rate bounds."""
+    if rate is not None:
+        min_fraction = rate.min_fraction
     if not 0 < min_fraction <= 1:
         raise ExpectationError(f"each_run: min_fraction must be in (0, 1], got {min_fraction}")
     if bound.relative:
         raise ExpectationError("each_run bounds one run: give a plain number, not RUNS")
-    return EachRun(bound, min_fraction)
+    return EachRun(bound, min_fraction, rate=rate)
 
 
 def eq(value: Value) -> Compare:

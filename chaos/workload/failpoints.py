@@ -35,7 +35,9 @@ CONSUMER_FAILPOINTS = {"after_read", "mid_batch", "before_apply", "in_work", "be
                        "after_commit", "after_apply_before_ack"}
 PRODUCER_FAILPOINTS = {"before_publish"}
 ROLE_FAILPOINTS = {"dispatcher": {"before_publish", "after_xadd_before_mark", "after_publish_fail"},
-                   "outbox-producer": {"before_publish"}}
+                   "outbox-producer": {"before_publish"},
+                   # the S3 fan-out reader runs its workers' jobs and the acker (before_ack) in one process
+                   "reader": CONSUMER_FAILPOINTS | {"before_ack"}}
 
 
 def role_failpoints(role: str) -> set[str]:

@@ -171,3 +171,42 @@ def test_nothing_lost_bounds_the_undecided_too(row):
         assert "indeterminate" in bounds, (
             f"{row.area} row {row.preset} x {row.fault}: lost == 0 can hide in indeterminate; bound it "
             "(0, or what the fault explains)")
+
+
+def _area_cells() -> list[tuple[str, object]]:
+    import importlib
+    out = []
+    for area in expectations.AREA_MODULES:
+        module = importlib.import_module(f"chaos.expectations.{area}")
+        out += [(area, cell) for cell in getattr(module, "CELLS", [])]
+    return out
+
+
+@pytest.mark.parametrize("area, cell", _area_cells(), ids=lambda v: v if isinstance(v, str) else v.test_id)
+def test_a_fraction_of_runs_follows_from_a_measured_rate(area, cell):
+    """A "must break" bound met by only a fraction of the runs states the break's measured rate
+    (BreakRate) and takes its fraction and the cell's run count from it: a correct framework
+    then misses it with probability at most the rate's bound, as the lock races' false zero."""
+    for name, bound in cell.bounds.items():
+        if not isinstance(bound, EachRun) or bound.min_fraction >= 1:
+            continue
+        rate = bound.rate
+        assert rate is not None, (f"{area} cell {cell.test_id}: {name} asks for a break in "
+                                  f">= {bound.min_fraction:.0%} of runs with no measured rate: give "
+                                  "each_run(ge(1), rate=BreakRate(k, n)) (chaos.workload.rates)")
+        assert bound.min_fraction == rate.min_fraction and cell.runs >= rate.runs, (
+            f"{area} cell {cell.test_id}: {name}: {cell.runs} runs at >= {bound.min_fraction:.0%}, "
+            f"but its rate asks for {rate}")
+        assert rate.false_zero <= rate.probability, rate
+
+
+def test_a_row_with_too_few_runs_for_its_rate_is_refused():
+    from chaos.expectations.cells import Cell
+    from chaos.workload.rates import BreakRate
+    rate = BreakRate(31, 32)          # 4 runs
+    cell = Cell("s1", ("none",), 2, {"redelivered": expectations.each_run(expectations.ge(1), rate=rate)})
+    with pytest.raises(AssertionError, match="but its rate asks for"):
+        test_a_fraction_of_runs_follows_from_a_measured_rate("test", cell)
+    bare = Cell("s1", ("none",), 2, {"redelivered": expectations.each_run(expectations.ge(1), 0.5)})
+    with pytest.raises(AssertionError, match="no measured rate"):
+        test_a_fraction_of_runs_follows_from_a_measured_rate("test", bare)

@@ -121,3 +121,10 @@ def test_nemesis_schedule_replays_with_the_seed_and_stays_in_bounds() -> None:
     assert a[-1].at_ms + 300 <= 5000
     for step in a:
         get_fault(step.spec)  # every drawn spec is valid
+
+
+def test_only_the_fanout_reader_reaches_before_ack() -> None:
+    """The S3 acker's failpoint is the reader's: a fault may arm it there, a group consumer never reaches it."""
+    from chaos.workload.failpoints import role_failpoints
+    assert "before_ack" in role_failpoints("reader") and "before_apply" in role_failpoints("reader")
+    assert "before_ack" not in role_failpoints("consumer")

@@ -172,6 +172,9 @@ class RunResult:
     # How the orchestrator's drain ended (`acked`, `nobody left`, `no claims`, `failed again`,
     # `timed out`, `not run`); None for a result checked outside a run (tests, black box).
     drain_end: str | None = None
+    # The consumers alive, every fault healed, when the drain ended without progress: what
+    # they left waiting is `stopped_consuming` (chaos/orchestrator/drain.py); [] otherwise.
+    live_workers: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict:
         """The `per_run` element of `run --json`: seed, counts (flat), drain end, final state."""
@@ -179,6 +182,7 @@ class RunResult:
             "run": self.run, "seed": self.seed, "verdict": self.verdict, **self.counts.as_dict(),
             "anomaly_counts": dict(self.anomaly_counts), "unknown_reasons": list(self.unknown_reasons),
             "rig_failures": list(self.rig_failures), "drain_end": self.drain_end,
+            **({} if self.drain_end is None else {"live_workers": list(self.live_workers)}),   # a drain ran
             "final_state": self.final_state,
         }
 

@@ -56,6 +56,7 @@ def check(run: Run, events: list[Event], faults: Sequence[Any] = ()) -> tuple[Ru
                   f"the counts are left empty")
         result = judge(empty_final(events), rig_failures=run.rig.failures)
     result.drain_end = run.drain_end or "not run"
+    result.live_workers = list(run.live_consumers)
     if unread:
         result.counts, result.anomalies, result.anomaly_counts, result.final_state = Counts(), [], {}, {}
         result.unknown_reasons.append(unread)

@@ -37,6 +37,7 @@ def test_consumers_that_hang_alive_stop_consuming(cluster):
     assert ends and ends[0]["live_consumers"] == ["C1", "C2"], ends
     data = json.loads(json.dumps(cell.to_json()))
     assert data["stopped_consuming"] == data["per_run"][0]["stopped_consuming"] == cell.counts.stopped_consuming
+    assert data["per_run"][0]["live_workers"] == ["C1", "C2"] and data["per_run"][0]["drain_end"] == "timed out"
 
 
 def test_a_consumer_stopped_and_resumed_by_a_fault_is_live(cluster):
@@ -46,3 +47,4 @@ def test_a_consumer_stopped_and_resumed_by_a_fault_is_live(cluster):
                     parts={"workload": WORKLOAD})
     assert cell.verdict == "valid", cell.unknown_reasons
     assert cell.counts.stopped_consuming == 0 and cell.counts.handled == 30, cell.counts
+    assert cell.runs[0].live_workers == [] and cell.runs[0].drain_end != "timed out"

@@ -45,6 +45,7 @@ from chaos.results import CellResult, FinalState
 from chaos.errors import BadArguments
 from chaos.cluster import spawner
 from chaos.cluster.health import rig_problems
+from chaos.orchestrator.faultthreads import abort_faults, join_faults, start_fault
 from chaos.orchestrator.rigwatch import RigWatch, spared_by
 from chaos.workload.procutil import tail
 from chaos.workload.workerspec import WorkerSpec
@@ -205,29 +206,21 @@ class _Run:
             self.log(f"run {self.run}: {exc}")
             return unstarted_run(self.run, self.seed, events, str(exc))
         self.log(f"run {self.run}: {len(self.pool.workers)} worker(s) connected; publishing {len(events)} events")
-        from faults.local import FaultThread, LocalContext
+        from faults.local import LocalContext
 
         ctx = LocalContext(cluster, seed=self.seed, time_scale=self.scale, roles={"consumer": self.pool.workers})
-        threads = []
+        threads: list[Any] = []
         try:
             self._start_producer(events + poison)
             self._wait_first_publish()  # fault times count from the workload's real t=0
             for fault in faults:
-                threads.append(FaultThread(fault, ctx).start())
+                threads.append(start_fault(fault, ctx))
             self._wait_producer(events)
         except BaseException:          # a broken rig (or Ctrl-C): the faults stop and heal what they can
-            ctx.stop_event.set()
-            for thread in threads:
-                try:
-                    thread.join(timeout_s=5.0)
-                except Exception:  # noqa: BLE001 - healing on a broken rig may fail too
-                    pass
+            abort_faults(threads, ctx.stop_event, 5.0)
             raise
-        for thread in threads:
-            try:
-                thread.join(timeout_s=60.0)
-            except FaultError as exc:
-                self.reasons.append(f"fault {thread.fault.name!r} did not act or heal: {exc}")
+        join_faults(threads, lambda: 60.0, errors=(FaultError,),
+                    on_error=lambda fault, exc: self.reasons.append(f"fault {fault.name!r} did not act or heal: {exc}"))
         ctx.stop_event.set()
         healed_at = last_heal(ctx.ops) if threads else None
         rig_clear = not self.reasons          # every fault healed, the producer finished

@@ -12,6 +12,7 @@ import redis
 from chaos.events import Event
 from chaos.orchestrator.cellcontext import CellContext
 from chaos.orchestrator.faultcontext import RunContext
+from chaos.orchestrator.faultthreads import join_faults, start_fault
 from chaos.orchestrator.run import Run
 from chaos.orchestrator.workers import RunAborted
 from chaos.strategies.delivery.base import GROUP
@@ -66,15 +67,11 @@ def arm(run: Run, producer_plans: list[ProcessPlan], faults: list[Any], threads:
             workers.wait_ready(handle, blocked)
     gated = [workers.spawn(plan, t0=0.0, gate=True) for plan in producer_plans if plan.gated]
     workers.wait_gated(gated)
-    from faults.local import FaultThread
     ctx = RunContext(run)
     for fault in faults:
-        thread = FaultThread(fault, ctx)
-        threads.append(thread)
         try:
-            thread.start()
+            threads.append(start_fault(fault, ctx))
         except Exception as exc:  # noqa: BLE001 - could not arm: heal what it did, verdict unknown
-            threads.remove(thread)
             fault_failed(run, fault, exc)
             try:
                 fault.heal(ctx)
@@ -91,13 +88,10 @@ def arm(run: Run, producer_plans: list[ProcessPlan], faults: list[Any], threads:
 
 
 def heal(run: Run, threads: list[Any]) -> None:
-    """Wait for each fault's thread, then heal it (FaultThread.join always heals)."""
-    for thread in threads:
-        bound = RIG_JOIN_S if run.rig.failed.is_set() else max(10.0, 60 * run.cell.time_scale)
-        try:
-            thread.join(timeout_s=bound)
-        except Exception as exc:  # noqa: BLE001 - FaultError and anything else: verdict unknown
-            fault_failed(run, thread.fault, exc)
+    """Wait for each fault's thread, then heal it (FaultThread.join always heals); FaultError and
+    anything else: verdict unknown."""
+    join_faults(threads, lambda: RIG_JOIN_S if run.rig.failed.is_set() else max(10.0, 60 * run.cell.time_scale),
+                lambda fault, exc: fault_failed(run, fault, exc))
 
 
 def fault_failed(run: Run, fault: Any, exc: BaseException) -> None:

@@ -9,7 +9,7 @@ def test_no_duplicate_emails_when_a_worker_dies(blackbox):
 
 ``blackbox(command=None, config=None, *, fault=None, runs=None, seed=None, time_scale=None,
 expect=None)`` runs the consumer on the test's freshly reset ``cluster`` and returns a
-``BlackBoxCell`` (``.count(name)``, ``.cell`` the checker's CellResult, ``.extra`` the
+``BlackBoxRuns`` (``.count(name)``, ``.cell`` the checker's CellResult, ``.extra`` the
 black-box figures, ``.runs``). The marker gives defaults for command and config;
 ``config`` is a path to the TOML file or the same structure as a dict. ``expect``
 (merged over the config's ``[expect]``) raises AssertionError naming each broken bound,
@@ -37,7 +37,7 @@ import pytest
 
 from chaos.blackbox import expect as expectations
 from chaos.blackbox.config import WorkerConfig, load_config, parse_config
-from chaos.blackbox.session import BlackBoxCell, run_blackbox
+from chaos.blackbox.session import BlackBoxRuns, run_blackbox
 from chaos.cellspec import CellSpec, Spec
 from chaos.errors import RigFailure
 from chaos.expectations.table import UnknownVerdict
@@ -58,7 +58,7 @@ def _option(chaos_options: Any, name: str, default: Any) -> Any:
 
 
 def blackbox_runner(request: pytest.FixtureRequest, cluster: Any, chaos_options: Any, *, area: str = "",
-                    row_property: str | None = None) -> Callable[..., BlackBoxCell]:
+                    row_property: str | None = None) -> Callable[..., BlackBoxRuns]:
     """Run your consumer under faults on this test's cluster and check it (see module doc).
     `area` and `row_property`: the summary row's area and the user-property name the plugin's
     summary collects rows under (chaos/pytest_plugin/cells.py); without one no row is recorded."""
@@ -69,7 +69,7 @@ def blackbox_runner(request: pytest.FixtureRequest, cluster: Any, chaos_options:
 
     def run(command: str | list[str] | None = None, config: Any = None, *, fault: str | list[str] | None = None,
             runs: int | None = None, seed: int | None = None, time_scale: float | None = None,
-            expect: dict[str, Any] | None = None) -> BlackBoxCell:
+            expect: dict[str, Any] | None = None) -> BlackBoxRuns:
         command = command or defaults.get("command")
         config = config or defaults.get("config")
         if not command or config is None:
@@ -127,7 +127,7 @@ def _text(command: str | list[str]) -> str:
     return command if isinstance(command, str) else shlex.join(command)
 
 
-def report(cell: BlackBoxCell, *, area: str, command: str, bounds: dict, seed: int, time_scale: float,
+def report(cell: BlackBoxRuns, *, area: str, command: str, bounds: dict, seed: int, time_scale: float,
            wall_s: float, reproduce: str | None) -> dict:
     """The cell's Allure report and summary row (terminal table, --chaos-summary), like a
     built-in cell's (chaos/report/allure_cell.py, chaos/report/rows.py); returns the row."""

@@ -76,7 +76,7 @@ def topology_problems(cluster: Any, spared: set[str] = frozenset()) -> list[str]
 
 
 @dataclass
-class BlackBoxCell:
+class BlackBoxRuns:
     """All runs of one (worker command, faults) cell."""
 
     command: list[str]
@@ -106,6 +106,9 @@ class BlackBoxCell:
         if name in BlackBoxCounts.__dataclass_fields__:
             return getattr(self.extra, name)
         return self.cell.count(name)
+
+
+BlackBoxCell = BlackBoxRuns   # its earlier name (chaos/scorecard imports it so)
 
 
 def load_faults(specs: list[str], workers: list[str]) -> list[Any]:
@@ -463,7 +466,7 @@ def preflight(command: str | list[str], config: WorkerConfig, faults: list[str] 
 def run_blackbox(cluster: Any, command: str | list[str], config: WorkerConfig, *, faults: list[str] = (),
                  runs: int = 1, seed: int = 0, time_scale: float = 1.0, run_root: Path | None = None,
                  log: Callable[[str], None] | None = None, trace: Callable[[str], None] | None = None,
-                 reset: bool = True, cwd: Path | None = None) -> BlackBoxCell:
+                 reset: bool = True, cwd: Path | None = None) -> BlackBoxRuns:
     """Run the user's consumer ``runs`` times under ``faults`` and check every run.
 
     ``reset`` resets the cluster before each run (the first included); pass False for the
@@ -473,7 +476,7 @@ def run_blackbox(cluster: Any, command: str | list[str], config: WorkerConfig, *
     argv, fault_specs = preflight(command, config, faults, runs)
     root = Path(run_root or runs_dir(cluster))
     say = log or (lambda _line: None)
-    cell = BlackBoxCell(command=argv, config=config, faults=fault_specs)
+    cell = BlackBoxRuns(command=argv, config=config, faults=fault_specs)
     for n in range(runs):
         run_dir = root / f"blackbox-{int(time.time() * 1000)}-{n}"
         run_dir.mkdir(parents=True, exist_ok=True)

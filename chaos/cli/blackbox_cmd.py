@@ -20,7 +20,7 @@ from typing import Any
 
 from chaos.blackbox import expect
 from chaos.blackbox.config import load_config
-from chaos.blackbox.session import BlackBoxCell, preflight, run_blackbox
+from chaos.blackbox.session import BlackBoxRuns, preflight, run_blackbox
 from chaos.cli import failures, options
 from chaos.replay import blackbox_command
 from chaos.errors import EXIT_MISMATCH, EXIT_OK, EXIT_UNKNOWN, BadArguments
@@ -58,7 +58,7 @@ def reproduce(args: argparse.Namespace, faults: list[str], seed: int) -> str:
                             args.backend)
 
 
-def to_json(cell: BlackBoxCell, *, args: argparse.Namespace, seed: int, wall_s: float, run_dir: Any) -> dict:
+def to_json(cell: BlackBoxRuns, *, args: argparse.Namespace, seed: int, wall_s: float, run_dir: Any) -> dict:
     """The run command's JSON object, plus a ``blackbox`` section with the extra figures."""
     exp = expect.expectation(cell.config.expect, cell.extra)
     faults = cell.faults or ["none"]

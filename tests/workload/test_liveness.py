@@ -10,6 +10,7 @@ producer done), so what waits in Redis at the drain's end was left by the consum
 from __future__ import annotations
 
 import json
+import shutil
 
 from chaos.history import read_history
 from chaos.run import run_cell
@@ -38,6 +39,7 @@ def test_consumers_that_hang_alive_stop_consuming(cluster):
     data = json.loads(json.dumps(cell.to_json()))
     assert data["stopped_consuming"] == data["per_run"][0]["stopped_consuming"] == cell.counts.stopped_consuming
     assert data["per_run"][0]["live_workers"] == ["C1", "C2"] and data["per_run"][0]["drain_end"] == "timed out"
+    shutil.rmtree(cell.run_root)     # kept to read its history; a failed assertion leaves it to look at
 
 
 def test_a_consumer_stopped_and_resumed_by_a_fault_is_live(cluster):

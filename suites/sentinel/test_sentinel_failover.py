@@ -64,3 +64,13 @@ def test_sentinel_cell(cell, chaos_cell) -> None:
         assert sum(again) >= 1, f"no acknowledged entry came back through >: {figures}"
     print(f"{cell.test_id}: {figures}")
     outcome.check()
+
+
+def test_a_failover_after_the_workload_ended_makes_the_run_unknown(chaos_reset_cluster) -> None:
+    """s1's two events are acked long before the primary is cut: the failover met no work in
+    flight (its declared effect, faults/effects.py), so the run tested nothing and is unknown."""
+    from chaos.run import run_cell
+    cell = run_cell(chaos_reset_cluster, "s1", [f"{FAULT_NAME}:after_entries=1,at_ms=3000"], runs=1,
+                    time_scale=0.25, keep_runs="never")
+    assert cell.verdict == "unknown", (cell.verdict, cell.unknown_reasons)
+    assert any(f"fault {FAULT_NAME} missed the workload" in r for r in cell.unknown_reasons), cell.unknown_reasons

@@ -3,7 +3,8 @@
 Each fault below fires after s1's short workload is done (or selects nothing of it): its
 declared effect (faults/effects.py) is missing from the history, so the run tested nothing.
 The cells where each effect is met are the suites' rows (suites/*): a row's run whose fault
-missed would be `unknown` and leave its expectation.
+missed would be `unknown` and leave its expectation. sentinel-failover's miss is tested on
+its own topology (suites/sentinel/test_sentinel_failover.py).
 """
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ MISSES = [
     ("s1", f"maxlen-trim:{LATE},maxlen=0"),          # trims only acked entries
     ("s1", f"delete-consumer:{LATE},when=alive"),     # the consumer holds nothing any more
     ("s1", f"group-loss:{LATE}"),
+    ("s1", f"replica-overflow:{LATE}"),                 # the primary killed with every event acked
     ("s1", "poison:event_id=no-such-event"),          # selects no event of the workload
     ("s5:claim=always,claim_idle_ms=300", "xautoclaim:at=time,at_ms=3000,stall_ms=600"),
     ("s5:claim=always,claim_idle_ms=300", "long-job:event_id=no-such-event,duration_ms=600"),

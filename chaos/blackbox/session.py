@@ -45,13 +45,14 @@ from chaos.results import CellResult, FinalState
 from chaos.errors import BadArguments
 from chaos.cluster import spawner
 from chaos.cluster.health import rig_problems
-from chaos.orchestrator.faultthreads import abort_faults, join_faults, start_fault
+from chaos.orchestrator.faultthreads import RIG_JOIN_S, FaultSchedule, failure_text, heal_bound_s
 from chaos.orchestrator.rigwatch import RigWatch, spared_by
+from chaos.orchestrator.workers import RunAborted
 from chaos.workload.procutil import tail
 from chaos.workload.workerspec import WorkerSpec
 from chaos.cluster.rundirs import runs_dir
 from chaos.history import history_dir, read_history
-from faults.interface import FaultError, Plan
+from faults.interface import Plan
 
 PRODUCER = "P-order"
 SETTLE_S = 0.6  # effects unchanged this long, with nothing pending or undelivered: drained
@@ -200,7 +201,6 @@ class _Run:
         poisoned = any(f.name == "poison" for f in self.faults) and cfg.poison is not None
         poison = poison_events(cfg.workload, cfg.poison.count, events) if poisoned else []   # [poison]
         cluster.direct_redis().xgroup_create(cfg.worker.stream, cfg.worker.group, id="0", mkstream=True)
-        faults = self.faults
         self.pool = WorkerPool(self.argv, cfg.worker, cluster.worker_links, self.run_dir / "workers",
                                extra_env={"CHAOS_TIME_SCALE": str(self.scale)}, cwd=self.cwd)
         try:
@@ -212,20 +212,22 @@ class _Run:
         from faults.local import LocalContext
 
         ctx = LocalContext(cluster, seed=self.seed, time_scale=self.scale, roles={"consumer": self.pool.workers})
-        threads: list[Any] = []
+        schedule = FaultSchedule(ctx, lambda fault, exc: self.reasons.append(failure_text(fault, exc)))
         try:
             self._start_producer(events + poison)
             self._wait_first_publish()  # fault times count from the workload's real t=0
-            for fault in faults:
-                threads.append(start_fault(fault, ctx))
+            try:
+                schedule.start(self.faults)
+            except RunAborted as exc:   # healed, its reasons given: the run goes on to its verdict, unknown
+                self.reasons.append(str(exc))
             self._wait_producer(events)
         except BaseException:          # a broken rig (or Ctrl-C): the faults stop and heal what they can
-            abort_faults(threads, ctx.stop_event, 5.0)
+            ctx.stop_event.set()
+            schedule.heal(lambda: RIG_JOIN_S, report=False)
             raise
-        join_faults(threads, lambda: 60.0, errors=(FaultError,),
-                    on_error=lambda fault, exc: self.reasons.append(f"fault {fault.name!r} did not act or heal: {exc}"))
+        schedule.heal(lambda: heal_bound_s(self.scale, self.rig.failed.is_set()))   # they run their course
         ctx.stop_event.set()
-        healed_at = last_heal(ctx.ops) if threads else None
+        healed_at = last_heal(ctx.ops) if schedule.threads else None
         rig_clear = not self.reasons          # every fault healed, the producer finished
         self._check_rig(force=True)
         state = self._drain(pg, events)

@@ -12,9 +12,8 @@ import redis
 from chaos.events import Event
 from chaos.orchestrator.cellcontext import CellContext
 from chaos.orchestrator.faultcontext import RunContext
-from chaos.orchestrator.faultthreads import join_faults, start_fault
+from chaos.orchestrator.faultthreads import FaultSchedule, failure_text, heal_bound_s
 from chaos.orchestrator.run import Run
-from chaos.orchestrator.workers import RunAborted
 from chaos.strategies.delivery.base import GROUP
 from chaos.strategies.plan import CONSUMER, PRODUCER, ProcessPlan
 from chaos.strategies.presets import Strategy
@@ -24,7 +23,6 @@ from chaos.workload.progress import ProgressWatch
 
 STALL_S = 10.0              # no useful op for this long (plus the longest job, x3) past the bound: stalled
 FLOOR_EVENTS_PER_S = 200.0  # the workload's first bound allows at least this slow a run
-RIG_JOIN_S = 5.0            # how long a fault thread may take to wind down once the rig failed
 
 
 def plan_workload(strategy: Strategy, seed: int) -> tuple[list[Event], list[ProcessPlan]]:
@@ -55,7 +53,7 @@ def reset(run: Run, events: list[Event]) -> None:
         r.xgroup_create(stream, GROUP, id="0", mkstream=True)
 
 
-def arm(run: Run, producer_plans: list[ProcessPlan], faults: list[Any], threads: list[Any]) -> None:
+def arm(run: Run, producer_plans: list[ProcessPlan], faults: list[Any], schedule: FaultSchedule) -> None:
     """Consumers (each until it blocks in XREADGROUP), gated producers, faults armed, then t0."""
     cell, workers = run.cell, run.workers
     run.log_op({"run": run.index, "seed": run.seed, "preset": cell.strategy.label()})
@@ -67,17 +65,7 @@ def arm(run: Run, producer_plans: list[ProcessPlan], faults: list[Any], threads:
             workers.wait_ready(handle, blocked)
     gated = [workers.spawn(plan, t0=0.0, gate=True) for plan in producer_plans if plan.gated]
     workers.wait_gated(gated)
-    ctx = RunContext(run)
-    for fault in faults:
-        try:
-            threads.append(start_fault(fault, ctx))
-        except Exception as exc:  # noqa: BLE001 - could not arm: heal what it did, verdict unknown
-            fault_failed(run, fault, exc)
-            try:
-                fault.heal(ctx)
-            except Exception as heal_exc:  # noqa: BLE001
-                fault_failed(run, fault, heal_exc)
-            raise RunAborted(f"fault {fault.name} could not be armed") from exc
+    schedule.start(faults)
     run.t0 = time.monotonic()
     run.log_op({"phase": "workload", "t0": run.t0})
     for handle in gated:
@@ -87,15 +75,18 @@ def arm(run: Run, producer_plans: list[ProcessPlan], faults: list[Any], threads:
             workers.spawn(plan, t0=run.t0)
 
 
-def heal(run: Run, threads: list[Any]) -> None:
-    """Wait for each fault's thread, then heal it (FaultThread.join always heals); FaultError and
-    anything else: verdict unknown."""
-    join_faults(threads, lambda: RIG_JOIN_S if run.rig.failed.is_set() else max(10.0, 60 * run.cell.time_scale),
-                lambda fault, exc: fault_failed(run, fault, exc))
+def fault_schedule(run: Run) -> FaultSchedule:
+    """The run's faults, acting through its RunContext; a failure is a reason and a fault error."""
+    return FaultSchedule(RunContext(run), lambda fault, exc: fault_failed(run, fault, exc))
+
+
+def heal(run: Run, schedule: FaultSchedule) -> None:
+    """Wait for each fault's thread, then heal it (the bound shortens once the rig failed)."""
+    schedule.heal(lambda: heal_bound_s(run.cell.time_scale, run.rig.failed.is_set()))
 
 
 def fault_failed(run: Run, fault: Any, exc: BaseException) -> None:
-    message = f"fault {fault.name} did not act or heal: {type(exc).__name__}: {exc}"
+    message = failure_text(fault, exc)
     run.reasons.append(message)
     run.fault_errors.append(message)
 

@@ -59,7 +59,7 @@ def _execute(run: Run) -> tuple[RunResult, RunMetrics]:
 
 def _until_heal(run: Run, events: list, producer_plans: list, faults: list[Any]) -> None:
     """Reset, arm and workload; whatever ends them, the faults are stopped and healed."""
-    threads: list[Any] = []
+    schedule = phases.fault_schedule(run)
     try:
         with run.phase("reset"):
             phases.reset(run, events)
@@ -67,7 +67,7 @@ def _until_heal(run: Run, events: list, producer_plans: list, faults: list[Any])
         run.rig.check(deep=True)
         run.raise_if_rig_failed()
         with run.phase("arm"):
-            phases.arm(run, producer_plans, faults, threads)
+            phases.arm(run, producer_plans, faults, schedule)
         run.progress = ProgressWatch(run.dir)   # (the check reads the history from its files)
         with run.phase("workload"):
             phases.workload(run, events)
@@ -80,4 +80,4 @@ def _until_heal(run: Run, events: list, producer_plans: list, faults: list[Any])
     finally:
         run.stop_event.set()
         with run.phase("heal"):
-            phases.heal(run, threads)
+            phases.heal(run, schedule)

@@ -8,6 +8,7 @@ cannot be run with other parameters than the row that judges it. The plugin's
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Mapping
 
 from chaos.cellspec import CellSpec
@@ -26,7 +27,7 @@ class Cell:
     parts: Mapping[str, str] = field(default_factory=dict)   # whole parts replaced: {"workload": "many-orders:..."}
     id: str = ""
 
-    @property
+    @cached_property
     def spec(self) -> CellSpec:
         """The cell's parsed identity (its own run count; seed and time scale are the session's)."""
         return CellSpec.parse(self.preset, self.faults, self.parts, runs=self.runs)

@@ -42,7 +42,7 @@ REORDER_RATES = {"inbox": BreakRate(16 + 18, 16 + 24, floor=RUN_COUNT),
 
 
 def _strategy(preset: str) -> Strategy:
-    return resolve(Spec.parse(preset, "preset").name)
+    return resolve(Spec(Spec.parse(preset, "preset").name))
 
 
 def fits(preset: str) -> bool:

@@ -8,6 +8,11 @@ read_history on the same ops written as JSON-lines files (one per process), so
 `read_s + check_s` is what the orchestrator pays per run.
 
     python bench/checker_bench.py [--sizes 100000,1000000,2000000] [--repeat 2] [--no-read]
+
+`--stream-events 1000000,10000000` instead measures the streaming check: the same kind of
+synthetic run (1000 keys), generated op by op and folded by check_run as it comes (no op is
+kept: the history of 10^7 events would be about 6 x 10^7 ops), each size in a fresh
+process: CPU and wall seconds, and the process's peak RSS with what it costs per event.
 """
 from __future__ import annotations
 
@@ -15,10 +20,12 @@ import argparse
 import json
 import os
 import random
+import resource
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -75,6 +82,67 @@ def synthetic_history(n_ops: int, seed: int = 1, consumers: int = 4) -> tuple[li
     return ops, FinalState(rows=rows, projection=projection)
 
 
+def streamed_history(events: int, seed: int = 1, consumers: int = 4, final: FinalState | None = None
+                     ) -> Iterator[dict]:
+    """synthetic_history's run of `events` events, op by op (nothing kept); `final` gets the
+    rows and projection as the ops are made."""
+    rng = random.Random(seed)
+    clock = 1000.0
+    version_of: dict[str, int] = {}
+    final = final if final is not None else FinalState()
+    rows, projection = final.rows, final.projection
+    names = [f"C{i + 1}" for i in range(consumers)]
+    for i in range(events):
+        key = str(rng.randrange(1000))
+        version = version_of[key] = version_of.get(key, 0) + 1
+        ev = {"event_id": f"e{key}-{version}", "key": key, "version": version, "etype": f"s{version}"}
+        entry = f"{1700000000000 + i}-0"
+        consumer = names[i % consumers]
+        batch = [("P-order", "invoke", "publish", ev), ("P-order", "ok", "publish", {**ev, "entry_id": entry, "stream": "orders"}),
+                 (consumer, "ok", "deliver", {**ev, "entry_id": entry, "stream": "orders", "via": "read", "delivery_count": 1})]
+        if i == events // 2:
+            batch.append(("nemesis", "info", "fault", {"value": {"name": "kill-consumer", "phase": "start"}}))
+        if rng.random() < 1 / 7:
+            batch.append((names[(i + 1) % consumers], "ok", "deliver",
+                          {**ev, "entry_id": entry, "stream": "orders", "via": "claim", "delivery_count": 2}))
+        if rng.random() < 1 / 50:
+            batch += [(consumer, "invoke", "apply", ev),
+                      (consumer, "info", "apply", {**ev, "value": "server closed the connection unexpectedly"})]
+            projection[key] = projection.get(key, 0) + 1
+        batch.append((consumer, "invoke", "apply", ev))
+        for process, kind, f, fields in batch:
+            clock += 0.00001
+            yield {"time": clock, "process": process, "type": kind, "f": f, **fields}
+        clock += 0.00001
+        yield {"time": clock, "process": consumer, "type": "ok", "f": "apply", **ev, "rows": 1, "effect": "applied",
+               "value": {"status": ev["etype"], "locked_at": clock - 0.000005}}
+        projection[key] = projection.get(key, 0) + 1
+        clock += 0.00001
+        yield {"time": clock, "process": consumer, "type": "ok", "f": "ack", **ev, "entry_id": entry}
+        rows[key] = {"status": ev["etype"], "version": version}
+
+
+def measure_stream(events: int) -> dict:
+    """One streaming check of `events` synthetic events in this (fresh) process."""
+    final = FinalState()
+    ops = 0
+
+    def counted() -> Iterator[dict]:
+        nonlocal ops
+        for op in streamed_history(events, final=final):
+            ops += 1
+            yield op
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    wall, cpu = time.perf_counter(), time.process_time()
+    result = check_run(counted(), final)
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return {"events": events, "ops": ops, "verdict": result.verdict, "published": result.counts.published,
+            "wall_s": round(wall, 1), "cpu_s": round(cpu, 1), "ops_per_cpu_s": round(ops / cpu),
+            "peak_rss_mb": round(peak), "rss_before_mb": round(before),
+            "bytes_per_event": round((peak - before) * 2**20 / events)}
+
+
 def timed(fn, repeat: int) -> tuple[float, float]:
     """Best wall-clock and best CPU seconds of `repeat` calls (CPU time is what a shared
     2-core machine's neighbours cannot inflate)."""
@@ -122,8 +190,22 @@ def main() -> int:
     parser.add_argument("--sizes", default="100000,1000000,2000000")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--no-read", action="store_true", help="skip the read_history timing")
+    parser.add_argument("--stream-events", default="", help="streaming check of these event counts instead")
     parser.add_argument("--one", type=int, help=argparse.SUPPRESS)  # internal: measure one size here
+    parser.add_argument("--one-stream", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.one_stream:
+        print(json.dumps(measure_stream(args.one_stream)))
+        return 0
+    if args.stream_events:
+        out = []
+        for n in (int(x) for x in args.stream_events.split(",")):
+            load = os.getloadavg()[0]
+            run = subprocess.run([sys.executable, __file__, "--one-stream", str(n)], check=True,
+                                 capture_output=True, text=True)
+            out.append({**json.loads(run.stdout), "load_before": round(load, 1), "load_after": round(os.getloadavg()[0], 1)})
+        print(json.dumps({"bench": "checker-stream", "keys": 1000, "sizes": out}))
+        return 0
     if args.one:
         print(json.dumps(measure(args.one, args.repeat, not args.no_read)))
         return 0

@@ -346,7 +346,7 @@ def main() -> None:
     parser.add_argument("--size", default="full", help="load cells' size: full (10^5) or ci (2,000)")
     parser.add_argument("--cells", default="", help="comma-separated parts of cell ids to run (default all)")
     parser.add_argument("--growth", default="10000,100000,1000000")
-    parser.add_argument("--max-growth-s", type=float, default=180.0)
+    parser.add_argument("--max-growth-s", type=float, default=900.0)
     parser.add_argument("--failover-runs", type=int, default=3)
     args = parser.parse_args()
     sections = [s for s in args.only.split(",") if s]

@@ -94,7 +94,8 @@ class Intended:
         return (ev.intended() for ev in self.events)
 
 
-# One page of entries from `start` (an id, "(id" exclusive, or "-"): ids and event ids only.
+# One page of entries from `start` (an id, "(id" exclusive, or "-"): ids and event ids only, not
+# every field (10^5 entries cost the client ~0.5 CPU s through XRANGE, ~0.05 s so).
 _PAGE_EVENTS = """local out, n = {}, 0
 for _, entry in ipairs(redis.call('XRANGE', KEYS[1], ARGV[1], '+', 'COUNT', ARGV[2])) do
   local fields, event = entry[2], false
@@ -131,8 +132,7 @@ def _events_of(r: redis.Redis, stream: str, ids: list[str]) -> dict[str, str | N
 
 def _entry_events(r: redis.Redis, stream: str) -> list[tuple[str, str | None]]:
     """(entry id, its event_id field or None) of every entry of `stream`, in stream order."""
-    flat = r.eval(_ENTRY_EVENTS, 1, stream)
-    return list(zip(flat[::2], flat[1::2]))
+    return [pair for page in _pages(r, stream, "-") for pair in page]
 
 
 def _after(entry_id: str, last: str) -> bool:

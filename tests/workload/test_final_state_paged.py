@@ -1,0 +1,43 @@
+"""read_final_state(paged=True), as the orchestrator's check reads it: the streams' entries in
+pages and the intended events built as they are iterated give the same final state as the
+lists read whole, on a real Redis and PostgreSQL (entries pending, undelivered, trimmed)."""
+from __future__ import annotations
+
+from typing import Any
+
+import psycopg
+import pytest
+import redis
+
+from chaos.cluster.endpoint import pg_dsn, redis_url
+from chaos.events import Event
+from chaos.workload import final_state as fs
+from chaos.workload import schema
+
+
+@pytest.mark.parametrize("page", [1, 7, 10_000])
+def test_paged_final_state_is_the_whole_one(chaos_reset_cluster: Any, page: int,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    cluster = chaos_reset_cluster
+    r = redis.Redis.from_url(redis_url(cluster.primary), decode_responses=True)
+    events = [Event(f"e{i}", f"k{i % 5}", "paid", i, stream="orders") for i in range(40)]
+    r.xgroup_create("orders", "g", id="0", mkstream=True)
+    ids = [r.xadd("orders", ev.fields()) for ev in events]
+    r.xadd("orders", {"no_event_id": "1"})                      # an entry without an event id
+    r.xreadgroup("g", "C1", {"orders": ">"}, count=25)          # 25 pending, the rest undelivered
+    r.xack("orders", "g", *ids[:10])                             # 15 pending
+    r.xdel("orders", ids[12])                                    # pending, its entry trimmed
+    r.xadd("dlq", {"event_id": "e3"})
+    with psycopg.connect(pg_dsn(cluster.postgres), autocommit=True) as conn:
+        schema.ensure_schema(conn)
+        schema.seed_rows(conn, {ev.key for ev in events})
+        whole = fs.read_final_state(r, conn, ["orders"], "g", "dlq", events + events[:3])
+        monkeypatch.setattr(fs, "PAGE", page)
+        paged = fs.read_final_state(r, conn, ["orders"], "g", "dlq", events + events[:3], paged=True)
+    assert len(whole.pending) == 15 and len(whole.undelivered) == 16
+    assert paged.pending == whole.pending and paged.undelivered == whole.undelivered
+    assert paged.dlq == whole.dlq and paged.rows == whole.rows and paged.projection == whole.projection
+    assert list(paged.stream_entries) == whole.stream_entries == list(paged.stream_entries)   # read again
+    intended = list(paged.events)
+    assert intended[:40] == whole.events and intended[40:] == whole.events[:3]   # (the checker keeps the first)
+    assert next(p for p in whole.pending if p["entry_id"] == ids[12])["event_id"] is None

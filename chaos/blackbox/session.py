@@ -32,7 +32,8 @@ import redis
 
 import chaos
 from chaos.blackbox.config import WorkerConfig
-from chaos.blackbox.counts import NO_PROGRESS, NOBODY_LEFT, SETTLED, BlackBoxCounts, Liveness
+from chaos.blackbox.counts import BlackBoxCounts, Liveness
+from chaos.blackbox.drain import DrainProgress, drain
 from chaos.blackbox.effects import EffectRecorder, schema_fingerprint
 from chaos.blackbox.errors import ConfigError, WorkerError
 from chaos.blackbox.events import intended_events, poison_events
@@ -55,7 +56,6 @@ from chaos.history import history_dir, read_history
 from faults.interface import Plan
 
 PRODUCER = "P-order"
-SETTLE_S = 0.6  # effects unchanged this long, with nothing pending or undelivered: drained
 RIG_CHECK_S = 0.5  # how often a wait looks at the rig watcher's findings
 
 
@@ -230,7 +230,7 @@ class _Run:
         healed_at = last_heal(ctx.ops) if schedule.threads else None
         rig_clear = not self.reasons          # every fault healed, the producer finished
         self._check_rig(force=True)
-        state = self._drain(pg, events)
+        state = self._drain(events)
         live = [w.name for w in self.pool.workers if w.alive()]
         for w in self.pool.unexpected_exits():
             self.reasons.append(f"worker {w.name} exited unexpectedly with exit code {w.exit_code()}; "
@@ -329,45 +329,14 @@ class _Run:
                 self.reasons.append(f"could not read the final Redis state: {exc}")
             return None
 
-    def _drain(self, pg: Any, events: list[Any]) -> StreamState:
-        """Wait until nothing is pending or undelivered and no new effect came for SETTLE_S.
-
-        Gives up (what is left is then counted as pending_left) only when the workers stop
-        making progress: no new low of pending + undelivered entries for drain_s. A loaded
-        machine slows a recovering worker down; a fixed budget would count its still
-        shrinking backlog as left behind. Sets ``drain_end`` (why it ended), ``progress_at``
+    def _drain(self, events: list[Any]) -> StreamState:
+        """The drain (chaos/blackbox/drain.py); sets ``drain_end`` (why it ended), ``progress_at``
         (the last new effect or new low seen, None if none) and ``drained_at``."""
-        window = self.config.worker.drain_s
-        now = time.monotonic()
-        seen, still_since = -1, now
-        least, progressed = None, now
-        state = StreamState()
-        while True:
-            self._check_rig()
-            state = self._stream_state(events, final=False) or state
-            n = len(self.recorder.read())
-            now = time.monotonic()
-            if n != seen:
-                if seen >= 0:
-                    self.progress_at = now
-                seen, still_since = n, now
-            outstanding = len(state.pending) + len(state.undelivered)
-            if least is None or outstanding < least:
-                if least is not None:
-                    self.progress_at = now
-                least, progressed = outstanding, now
-            self.drained_at = now
-            if now - still_since >= SETTLE_S and not outstanding:
-                self.drain_end = SETTLED
-                break
-            if now - progressed >= window:
-                self.drain_end = NO_PROGRESS
-                break
-            if not any(w.alive() for w in self.pool.workers):
-                self.drain_end = NOBODY_LEFT
-                break
-            time.sleep(0.1)
-        return state
+        progress = DrainProgress(lambda: self._stream_state(events, final=False), lambda: len(self.recorder.read()))
+        self.drain_end = drain(progress, lambda: any(w.alive() for w in self.pool.workers),
+                               self.config.worker.drain_s, self._check_rig)
+        self.progress_at, self.drained_at = progress.progress_at, progress.drained_at
+        return progress.state
 
     def _stop_processes(self) -> None:
         if self.producer is not None:

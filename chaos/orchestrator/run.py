@@ -13,6 +13,7 @@ import redis
 
 from chaos.events import Event
 from chaos.history import HistoryWriter
+from chaos.orchestrator import wait
 from chaos.orchestrator.cellcontext import CellContext
 from chaos.orchestrator.rigwatch import RigFailed, RigWatch, disk_full, no_space, shut
 from chaos.orchestrator.workers import POLL_S, Workers
@@ -20,8 +21,6 @@ from chaos.proxy.client import ToxiproxyError
 from chaos.results import Phase
 from chaos.strategies.plan import ProcessPlan
 from chaos.workload.progress import ProgressWatch
-
-DONE_EVERY_MAX_S = 0.1      # a phase's end condition, while the run is busy, is asked at least this often
 
 
 class Run:
@@ -117,36 +116,12 @@ class Run:
 
     def watch(self, done: Callable[[], bool], bound_s: float, progress: ProgressWatch,
               stall_s: float) -> tuple[float, float] | None:
-        """Poll deaths/respawns and `done` until it holds (None). Past `bound_s` the wait goes on
-        while the run makes progress: it ends (returning the seconds waited) only when no
-        useful op came for `stall_s`, or for ten times the mean gap between useful ops so far
-        if that is longer (a slow run is not a stalled one): then (seconds waited, seconds
-        since the last useful op).
-
-        `done` asks Redis and PostgreSQL, so it is asked every POLL_S * 2 only while the run is
-        quiet (no useful op since it was last asked: the moment it may have become true);
-        while useful ops keep coming, every 5 % of the time waited so far, at most every
-        DONE_EVERY_MAX_S (the history, tailed here, costs what was written since)."""
-        started = time.monotonic()
-        first_ops = progress.useful_ops
-        asked_at, asked_ops = float("-inf"), -1
-        while True:
+        """Poll deaths/respawns and `done` until it holds (None); past `bound_s` on while the run
+        makes progress (the one wait: chaos/orchestrator/wait.py, where its rules are)."""
+        def tick() -> None:
             self.raise_if_rig_failed()
             self.workers.check_deaths(self.t0)
-            progress.poll()
-            now = time.monotonic()
-            if progress.useful_ops == asked_ops or now - asked_at >= min(DONE_EVERY_MAX_S, (now - started) / 20):
-                asked_at, asked_ops = now, progress.useful_ops
-                if done():
-                    return None
-                now = time.monotonic()
-            if now - started > bound_s:
-                last = progress.last_useful
-                ops = progress.useful_ops - first_ops
-                gap = (last - started) / ops if ops and last > started else 0.0  # between useful ops, so far
-                if now - last > max(stall_s, 10 * gap):
-                    return now - started, now - last
-            time.sleep(POLL_S * 2)
+        return wait.watch(done, bound_s, progress, stall_s, tick, sleep_s=POLL_S * 2)
 
     @contextmanager
     def phase(self, name: str) -> Iterator[None]:

@@ -152,8 +152,11 @@ class TestPlan:
         assert any(c.preset == "s1:paid_at_ms=300,payment_service=1" for c in planned)
 
     def test_run_counts_come_from_the_area_cells(self):
-        from chaos.expectations.failover import RUN_COUNT
-        assert {c.runs for c in plan_cells("failover")} == {RUN_COUNT}
+        from chaos.expectations.failover import CELLS, RUN_COUNT
+        # Most failover cells run RUN_COUNT times; a row asking for a break in a fraction of
+        # runs sets its own count from the measured rate. The plan takes each cell's count.
+        assert sorted(c.runs for c in plan_cells("failover")) == sorted(c.runs for c in CELLS)
+        assert RUN_COUNT in {c.runs for c in CELLS} and len({c.runs for c in CELLS}) > 1
         assert {c.runs for c in plan_cells("ordering")} == {DEFAULT_RUNS}
 
     def test_presets_and_faults_pick_rows_and_defaults_for_pairs_without_one(self):

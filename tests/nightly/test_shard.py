@@ -88,11 +88,14 @@ def test_an_xdist_run_of_a_shard_runs_exactly_that_shard():
     ("1/0", "the shard count N must be 1 or more"),
 ])
 def test_a_bad_shard_spec_is_a_usage_error_naming_the_fix(spec, words):
+    with pytest.raises(ValueError) as raised:
+        parse_shard(spec)
+    assert f"--chaos-shard={spec}" in str(raised.value) and words in str(raised.value)
+    if spec != "3/2":
+        return   # one real session shows the option's error path; parse_shard gives every message
     proc = run_pytest("--collect-only", "-q", "tests/faults/test_params.py", f"--chaos-shard={spec}")
     assert proc.returncode == pytest.ExitCode.USAGE_ERROR
     assert f"--chaos-shard={spec}" in proc.stderr and words in proc.stderr
-    with pytest.raises(ValueError, match=words.split(";")[0].replace("(", r"\(").replace(")", r"\)")):
-        parse_shard(spec)
 
 
 def test_a_corrupt_durations_file_is_a_usage_error_naming_the_fix(tmp_path):

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import gc
 import os
+import sys
 import time
 from pathlib import Path
 
@@ -94,7 +95,7 @@ class ProgressWatch:
             if kind == "ok":
                 previous = delivered.get(entry)
                 if previous is None or at > previous[0]:
-                    holder = op.get("process", "")
+                    holder = sys.intern(op.get("process", ""))   # (one copy per process, not per entry)
                     delivered[entry] = (at, holder)
                     if previous is not None and previous[1] in holding:
                         holding[previous[1]].discard(entry)

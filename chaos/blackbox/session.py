@@ -21,7 +21,6 @@ import json
 import os
 import random
 import signal
-import subprocess
 import sys
 import time
 from dataclasses import asdict, dataclass, field
@@ -46,6 +45,7 @@ from chaos.results import CellResult, FinalState
 from chaos.errors import BadArguments
 from chaos.cluster import spawner
 from chaos.cluster.health import rig_problems
+from chaos.orchestrator import wait
 from chaos.orchestrator.faultthreads import RIG_JOIN_S, FaultSchedule, failure_text, heal_bound_s
 from chaos.orchestrator.rigwatch import RigWatch, spared_by
 from chaos.orchestrator.workers import RunAborted
@@ -56,7 +56,7 @@ from chaos.history import history_dir, read_history
 from faults.interface import Plan
 
 PRODUCER = "P-order"
-RIG_CHECK_S = 0.5  # how often a wait looks at the rig watcher's findings
+PRODUCER_POLL_S = 0.02  # how often the producer's wait looks at it and at the rig watcher's findings
 
 
 class RigBroken(Exception):
@@ -302,19 +302,15 @@ class _Run:
         self.t0 = time.monotonic()  # the trace counts from here too
 
     def _wait_producer(self, events: list[Any]) -> None:
+        """Until the producer exits (a failing one is the framework's error), within its budget
+        (the one wait, hard-bounded: a producer past it is a reason, verdict unknown)."""
         budget = (len(events) * self.config.workload.gap_ms + 3000) * self.scale / 1000 + 30
-        deadline = time.monotonic() + budget
-        while True:
-            try:
-                code = self.producer.wait(RIG_CHECK_S)
-                break
-            except subprocess.TimeoutExpired:
-                self._check_rig()
-                if time.monotonic() > deadline:
-                    self.reasons.append(f"the producer did not finish within {budget:.0f} s")
-                    return
-        if code != 0:
-            raise RuntimeError(f"the framework's producer exited with {code}:\n"
+        if wait.watch(lambda: self.producer.poll() is not None, budget, wait.NoProgress(), 0.0, self._check_rig,
+                      slow_factor=0.0, sleep_s=PRODUCER_POLL_S) is not None:
+            self.reasons.append(f"the producer did not finish within {budget:.0f} s")
+            return
+        if self.producer.returncode != 0:
+            raise RuntimeError(f"the framework's producer exited with {self.producer.returncode}:\n"
                                f"{tail(self.run_dir / f'{PRODUCER}.log', TAIL_LINES)}")
 
     def _stream_state(self, events: list[Any], *, final: bool = True) -> StreamState | None:

@@ -24,6 +24,16 @@ class Progress(Protocol):
     def poll(self) -> Any: ...
 
 
+class NoProgress:
+    """A wait with nothing to watch: with stall_s 0 it ends at its bound (a hard budget)."""
+
+    def __init__(self) -> None:
+        self.useful_ops, self.last_useful = 0, time.monotonic()
+
+    def poll(self) -> None:
+        pass
+
+
 def watch(done: Callable[[], bool], bound_s: float, progress: Progress, stall_s: float,
           tick: Callable[[], None], *, slow_factor: float = SLOW_FACTOR,
           sleep_s: float = 0.01) -> tuple[float, float] | None:

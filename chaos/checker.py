@@ -330,7 +330,9 @@ def check_run(history: Iterable[dict], final: FinalState, *, run: int = 0,
         raise TypeError(f"check_run needs a chaos.checker.FinalState, got {type(final).__name__}; "
                         "build it with FinalState(rows=..., pending=..., ...)")
     def checked(ops: Iterable[dict]) -> RunResult:
-        return _check_run(ops if observe is None else observe(ops), final, run, list(unknown_reasons), seed, frozenset(explained), consumers_live)
+        # (the observed pass is one-shot; the duplicated events' second pass reads `ops` again)
+        return _check_run(ops if observe is None else observe(ops), final, run, list(unknown_reasons), seed,
+                          frozenset(explained), consumers_live, again=ops)
     with paused_gc():
         result = history.passes(checked) if isinstance(history, HistorySource) else checked(history)
     rig = list(rig_failures)
@@ -342,7 +344,8 @@ def check_run(history: Iterable[dict], final: FinalState, *, run: int = 0,
 
 
 def _check_run(history: Iterable[dict], final: FinalState, run: int, reasons: list[str],
-               seed: int | None, explained: frozenset[str], consumers_live: bool = False) -> RunResult:
+               seed: int | None, explained: frozenset[str], consumers_live: bool = False,
+               again: Iterable[dict] | None = None) -> RunResult:
     scan = _RunScan()
     scan.scan(history)
     scan.close_dangling()
@@ -353,7 +356,8 @@ def _check_run(history: Iterable[dict], final: FinalState, run: int, reasons: li
                     dlq=len(final.dlq), retries=scan.retries, releases_failed=scan.releases_failed)
     anomalies = AnomalyLog(run)
     stopped: set[str] = set()   # filled by _count_events when consumers_live
-    top_by_key = _count_events(scan, intended, stopped, counts, anomalies, history, consumers_live)
+    top_by_key = _count_events(scan, intended, stopped, counts, anomalies,
+                               history if again is None else again, consumers_live)
     for key, n in scan.reorders.items():
         counts.reordered += n
         anomalies.add(REORDERED, key, count=n, versions=scan.applied_versions[key],

@@ -51,3 +51,26 @@ def test_two_overlapping_runs_of_one_job_give_the_overlap_and_sequential_ones_no
     assert overlaps(later.ops, ["e42-1"]) == {}
     result = check_run(later.ops, final({"42": ("created", 1)}))
     assert [a.detail for a in result.anomalies if a.kind == "duplicated"] == ["effect applied more than once"]
+
+
+def test_the_overlap_is_found_when_another_fold_observes_the_checkers_pass():
+    """The orchestrator's check folds its work notes into the checker's pass (`observe`), which
+    gives the ops on through a one-shot generator: the overlap's second pass must read the
+    history again, not that spent generator (it once gave 'effect applied more than once' only)."""
+    h = History()
+    h.publish(CREATED_42, entry_id="1-0").deliver(CREATED_42, "1-0")
+    h.op("C1", "invoke", "apply", **CREATED_42.fields)
+    h.deliver(CREATED_42, "1-0", via="claim", count=2, process="C2")
+    h.op("C2", "invoke", "apply", **CREATED_42.fields)
+    h.op("C1", "ok", "apply", **CREATED_42.fields, rows=1, effect="applied")
+    h.op("C2", "ok", "apply", **CREATED_42.fields, rows=1, effect="applied")
+    seen = []
+
+    def observe(ops):
+        for op in ops:
+            seen.append(op)
+            yield op
+
+    result = check_run(h.ops, final({"42": ("created", 1)}), observe=observe)
+    (dup,) = [a for a in result.anomalies if a.kind == "duplicated"]
+    assert "ran twice at once: C1" in dup.detail and len(seen) == len(h.ops)

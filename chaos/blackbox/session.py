@@ -23,7 +23,7 @@ import random
 import signal
 import sys
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
 
@@ -41,12 +41,13 @@ from chaos.blackbox.verdict import (OBSERVER, BlackBoxRun, check_blackbox_run, f
                                     wall_to_monotonic)
 from chaos.blackbox.workers import TAIL_LINES, WorkerPool, parse_command
 from chaos.checker import check_run, summarize
-from chaos.results import CellResult, FinalState
+from chaos.results import CellResult, FinalState, Phase
 from chaos.errors import BadArguments
 from chaos.cluster import spawner
 from chaos.cluster.health import rig_problems
 from chaos.orchestrator import wait
 from chaos.orchestrator.faultthreads import RIG_JOIN_S, FaultSchedule, failure_text, heal_bound_s
+from chaos.orchestrator.phaseclock import PhaseClock
 from chaos.orchestrator.rigwatch import RigWatch, spared_by
 from chaos.orchestrator.workers import RunAborted
 from chaos.workload.procutil import tail
@@ -84,10 +85,11 @@ class BlackBoxRuns:
     config: WorkerConfig
     faults: list[str]
     runs: list[BlackBoxRun] = field(default_factory=list)
+    phases: list[Phase] = field(default_factory=list)    # of every run, the orchestrator's names
 
     @property
     def cell(self) -> CellResult:
-        return summarize([r.result for r in self.runs])
+        return replace(summarize([r.result for r in self.runs]), phases=list(self.phases))
 
     @property
     def extra(self) -> BlackBoxCounts:
@@ -137,7 +139,8 @@ class _Run:
 
     def __init__(self, cluster: Any, argv: list[str], config: WorkerConfig, fault_specs: list[str],
                  run: int, seed: int, time_scale: float, run_dir: Path, log: Callable[[str], None],
-                 trace: Callable[[str], None] | None = None, cwd: Path | None = None) -> None:
+                 trace: Callable[[str], None] | None = None, cwd: Path | None = None,
+                 began: float | None = None) -> None:
         self.cluster, self.argv, self.config = cluster, argv, config
         self.fault_specs, self.run, self.seed, self.scale = fault_specs, run, seed, time_scale
         self.run_dir, self.log, self.trace, self.cwd = run_dir, log, trace, cwd or Path.cwd()
@@ -150,6 +153,9 @@ class _Run:
         self.rig = RigWatch(cluster, spared_by(self.faults), run_dir, name=f"blackbox-rig-watch-{run}")
         self.events: list[Any] = []
         self.drain_end, self.progress_at, self.drained_at = "", None, 0.0   # set by _drain
+        self.phases: list[Phase] = []
+        self.clock = PhaseClock(run, self.phases)     # the orchestrator's phase names (seam P)
+        self.clock.enter("reset", since=began)        # (the topology's reset began in run_blackbox)
 
     def execute(self) -> BlackBoxRun:
         cfg = self.config
@@ -162,6 +168,7 @@ class _Run:
             self.recorder = EffectRecorder(pg, cfg)
             self.recorder.install()
             broken: list[str] = []
+            self.clock.enter("arm")
             self.rig.start()
             try:
                 return self._observe(pg)
@@ -175,8 +182,11 @@ class _Run:
                 self.log(f"run {self.run}: {type(exc).__name__} while the rig was broken: {exc}")
                 return self._rig_failed(broken)
             finally:
+                if self.clock.name != "check":      # (after the check: its own clean-up)
+                    self.clock.enter("stop")
                 self.rig.stop()
                 self._stop_processes()
+                self.clock.close()
                 if not broken:     # a dead PostgreSQL keeps no triggers; the next reset renews it
                     self.recorder.remove()
                     if schema_fingerprint(pg) != before:
@@ -220,7 +230,9 @@ class _Run:
                 schedule.start(self.faults)
             except RunAborted as exc:   # healed, its reasons given: the run goes on to its verdict, unknown
                 self.reasons.append(str(exc))
+            self.clock.enter("workload")
             self._wait_producer(events)
+            self.clock.enter("heal")
         except BaseException:          # a broken rig (or Ctrl-C): the faults stop and heal what they can
             ctx.stop_event.set()
             schedule.heal(lambda: RIG_JOIN_S, report=False)
@@ -230,12 +242,15 @@ class _Run:
         healed_at = last_heal(ctx.ops) if schedule.threads else None
         rig_clear = not self.reasons          # every fault healed, the producer finished
         self._check_rig(force=True)
+        self.clock.enter("drain")
         state = self._drain(events)
         live = [w.name for w in self.pool.workers if w.alive()]
         for w in self.pool.unexpected_exits():
             self.reasons.append(f"worker {w.name} exited unexpectedly with exit code {w.exit_code()}; "
                                 f"last output:\n{w.output_tail()}")
+        self.clock.enter("stop")
         self._stop_processes()
+        self.clock.enter("check")
         effects = self.recorder.read()
         rows = final_rows(pg, cfg)
         keep_observations(self.run_dir, effects, rows)
@@ -447,11 +462,16 @@ def run_blackbox(cluster: Any, command: str | list[str], config: WorkerConfig, *
     for n in range(runs):
         run_dir = root / f"blackbox-{int(time.time() * 1000)}-{n}"
         run_dir.mkdir(parents=True, exist_ok=True)
+        began = time.monotonic()
         try:
             if reset or n > 0:
                 cluster.reset()
-            run = _Run(cluster, argv, config, fault_specs, n, seed + n, time_scale, run_dir, say, trace, cwd)
-            cell.runs.append(run.execute())
+            run = _Run(cluster, argv, config, fault_specs, n, seed + n, time_scale, run_dir, say, trace, cwd, began)
+            try:
+                cell.runs.append(run.execute())
+            finally:
+                run.clock.close()
+                cell.phases += run.phases
         except BadArguments:
             raise
         except Exception as exc:  # noqa: BLE001 - a reset or connection on a broken rig: the rig's failure

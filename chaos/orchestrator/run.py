@@ -15,6 +15,7 @@ from chaos.events import Event
 from chaos.history import HistoryWriter
 from chaos.orchestrator import wait
 from chaos.orchestrator.cellcontext import CellContext
+from chaos.orchestrator.phaseclock import PhaseClock
 from chaos.orchestrator.rigwatch import RigFailed, RigWatch, disk_full, no_space, shut
 from chaos.orchestrator.workers import POLL_S, Workers
 from chaos.proxy.client import ToxiproxyError
@@ -126,8 +127,9 @@ class Run:
     @contextmanager
     def phase(self, name: str) -> Iterator[None]:
         """Time one phase of this run (seam P); recorded even when the phase raises."""
-        start = time.monotonic()
+        clock = PhaseClock(self.index, self.phases)
+        clock.enter(name)
         try:
             yield
         finally:
-            self.phases.append(Phase(self.index, name, start, time.monotonic()))
+            clock.close()

@@ -1,4 +1,5 @@
-"""Both runners start, join and heal faults through one schedule (chaos/orchestrator/faultthreads.py):
+"""Both runners go through the same phases (chaos/orchestrator/phaseclock.py) and start, join and
+heal faults through one schedule (chaos/orchestrator/faultthreads.py):
 a fault that fails, at its arm or while it acts, is healed and gives the same reason and verdict
 unknown in an orchestrated cell and in a black-box cell (which once crashed on a fault that
 could not be armed, and named only FaultErrors)."""
@@ -14,6 +15,7 @@ from chaos import extensions
 from chaos.blackbox.config import load_config
 from chaos.blackbox.session import run_blackbox
 from chaos.orchestrator import run_cell
+from chaos.orchestrator.phaseclock import PHASES
 from chaos.params import Param
 from faults.interface import FaultContext, FaultError
 from faults.window import WindowFault
@@ -65,3 +67,7 @@ def test_a_failing_fault_is_healed_and_named_the_same_by_both_runners(refuses, c
     assert fault_reasons(box.cell) == fault_reasons(cell)
     assert len(Refuses.heals) == 2
     assert box.count("published") == 200, "the run went on to its check (its figures are kept)"
+    names = [p.name for p in box.cell.phases]
+    assert names == list(PHASES), f"the black-box run goes through the orchestrator's phases, in order: {names}"
+    assert all(a.end <= b.start for a, b in zip(box.cell.phases, box.cell.phases[1:]))
+    assert {p.name for p in cell.phases} <= set(PHASES) | {f"fault:{Refuses.name}"}

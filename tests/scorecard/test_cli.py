@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 import subprocess
 import sys
@@ -181,8 +182,12 @@ def test_poison_is_graded_where_the_config_declares_it(tmp_path):
         print(Path(base).stem, cell["properties"]["poison_handled"], cell["evidence"]["poison_handled"]["evidence"][:300])
     cas, ack_first = grades["redis_py_cas"], grades["redis_py_ack_first"]
     assert cas["properties"]["poison_handled"] == "pass", cas["evidence"]["poison_handled"]
-    assert "1 read and acked (1 dead-lettered to orders:dlq), 0 left pending" in cas["evidence"]["poison_handled"]["evidence"]
-    assert cas["counts"]["poison_dlq"] == 1 and cas["counts"]["lost"] == 0 and cas["counts"]["verdict"] == "valid"
+    # (a loaded run may dead-letter the poison twice: a CAS batch of 50 that outlasts the 1 s min-idle
+    # has it claimed and read again, and each reader dead-letters it; at least once is the promise)
+    found = re.search(r"1 read and acked \((\d+) dead-lettered to orders:dlq\), 0 left pending",
+                      cas["evidence"]["poison_handled"]["evidence"])
+    assert found and int(found[1]) >= 1, cas["evidence"]["poison_handled"]["evidence"]
+    assert cas["counts"]["poison_dlq"] >= 1 and cas["counts"]["lost"] == 0 and cas["counts"]["verdict"] == "valid"
     assert ack_first["properties"]["poison_handled"] == "fail", ack_first["evidence"]["poison_handled"]
     evidence = ack_first["evidence"]["poison_handled"]["evidence"]
     assert "died during the run" in evidence and "ValueError" in evidence, evidence

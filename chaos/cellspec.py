@@ -30,6 +30,19 @@ def split_faults(text: str) -> list[str]:
     return [] if text in ("", NO_FAULT) else [f for f in text.split("+") if f]
 
 
+def split_specs(text: str | None) -> list[str]:
+    """A comma list of specs (`--faults`, `--presets`): `a:k=v,k2=v2,b` -> [`a:k=v,k2=v2`, `b`].
+    A comma starts a new spec unless what follows is `k=v` (a name never holds `=`); empty
+    items are dropped. The one place such a list's commas are read."""
+    items: list[str] = []
+    for part in (p.strip() for p in (text or "").split(",")):
+        if items and ":" in items[-1] and "=" in part and ":" not in part.split("=", 1)[0]:
+            items[-1] += "," + part
+        elif part:
+            items.append(part)
+    return items
+
+
 @dataclass(frozen=True)
 class Spec:
     """A parsed `name:k=v,...` spec; the values stay text, checked by the owner of the name."""

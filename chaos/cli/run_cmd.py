@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from chaos.cellspec import CellSpec
+from chaos.cellspec import CellSpec, split_specs
 from chaos.cli import blackbox_cmd, failures, options
 from chaos.errors import EXIT_MISMATCH, EXIT_OK, EXIT_UNKNOWN, BadArguments
 
@@ -55,12 +55,16 @@ class Progress:
         print(line, end=end, file=sys.stderr, flush=True)
 
 
+def _rig() -> dict[str, str | None]:
+    """The topology and server this process runs on (the replay names them)."""
+    return {"topology": os.environ.get("CHAOS_TOPOLOGY") or None, "server": os.environ.get("CHAOS_SERVER") or None}
+
+
 def cell_spec(preset: str, faults: list[str], parts: dict[str, str], runs: int, seed: int, time_scale: float,
               backend: str | None) -> CellSpec:
     """The edge: the command line's specs parsed once, with the topology and server it runs on."""
     return CellSpec.parse(preset, faults, parts, runs=runs, seed=seed, time_scale=time_scale, backend=backend,
-                          topology=os.environ.get("CHAOS_TOPOLOGY") or None,
-                          server=os.environ.get("CHAOS_SERVER") or None)
+                          **_rig())
 
 
 def _check_inputs(spec: CellSpec) -> Any:
@@ -243,10 +247,6 @@ def _summary_line(out: dict) -> str:
     return line + "".join(rig) + "".join(f"\n  note: {note}" for note in out.get("notes") or [])
 
 
-def _csv(text: str | None) -> list[str]:
-    return [t.strip() for t in (text or "").split(",") if t.strip()]
-
-
 def cmd_matrix(args: argparse.Namespace) -> int:
     """The expectation table's rows, each run with its own parameters (see chaos.report.matrix)."""
     from chaos.cluster.sentinel import ENV as TOPOLOGY_ENV
@@ -254,7 +254,7 @@ def cmd_matrix(args: argparse.Namespace) -> int:
     from chaos.expectations.plan import coverage, plan_cells, split_by_topology
     from chaos.report.matrix import matrix_row
     topology = parse_topology(os.environ.get(TOPOLOGY_ENV) or None)[0]
-    planned, skipped = split_by_topology(plan_cells(args.area or None, _csv(args.presets), _csv(args.faults)),
+    planned, skipped = split_by_topology(plan_cells(args.area or None, split_specs(args.presets), split_specs(args.faults)),
                                          topology)
     if not planned:
         hint = f" ({skipped[0]['reason']})" if skipped else ""
@@ -266,8 +266,8 @@ def cmd_matrix(args: argparse.Namespace) -> int:
               "and on the page)", file=sys.stderr)
     runs = None if args.runs is None else _positive(str(args.runs), "--runs", int)
     scale = _positive(str(args.time_scale), "--time-scale")
-    specs = [cell_spec(cell.preset, list(cell.faults), dict(cell.parts), runs or cell.runs, args.seed, scale,
-                       args.backend) for cell in planned]
+    specs = [cell.spec.but(runs=runs or cell.runs, seed=args.seed, time_scale=scale, backend=args.backend, **_rig())
+             for cell in planned]
     for spec in specs:
         _check_inputs(spec)
     if args.out:

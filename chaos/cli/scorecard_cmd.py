@@ -42,8 +42,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _topology(args: argparse.Namespace) -> str:
-    text = args.topology or os.environ.get("CHAOS_TOPOLOGY") or "replica"
-    return text.split(":", 1)[0]
+    from chaos.scorecard.plan import topology_name
+    return topology_name(args.topology or os.environ.get("CHAOS_TOPOLOGY") or "replica")
 
 
 def _writable(out: Path) -> None:

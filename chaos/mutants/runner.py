@@ -13,6 +13,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable
 
+from chaos.cellspec import CellSpec, Spec
 from chaos.mutants import MUTANTS, Mutant
 from chaos.strategies.presets import resolve
 
@@ -47,27 +48,36 @@ class MutantResult:
         return asdict(self)
 
 
-def cell_label(preset: str, faults: tuple[str, ...]) -> str:
-    return f"{preset} x {'+'.join(faults) or 'none'}"
+def cell_label(spec: CellSpec) -> str:
+    """`s1:paid_at_ms=300 x kill-consumer`: the row's cell (its parts are the mutant's business)."""
+    return f"{spec.preset_text} x {spec.fault_text}"
 
 
-def candidate_cells(m: Mutant, topology: str = "replica") -> list[tuple[Any, dict[str, str]]]:
-    """(planned cell, its parts with the broken one) for every row of the part `m` breaks."""
+def with_part(spec: CellSpec, slot: str, part: Spec) -> CellSpec:
+    """`spec` with `part` in `slot` (in place when the cell already replaces that slot, else added)."""
+    parts = dict(spec.parts)
+    parts[slot] = part
+    return spec.but(parts=tuple(parts.items()))
+
+
+def candidate_cells(m: Mutant, topology: str = "replica") -> list[tuple[Any, CellSpec]]:
+    """(planned row, its cell with the broken part) for every row of the part `m` breaks."""
     from chaos.report.matrix import plan_cells, split_by_topology
     planned, _ = split_by_topology(plan_cells(), topology)
     found = []
     for cell in planned:
         if cell.area in SKIPPED_AREAS or cell.expected is None:
             continue
-        strategy = resolve(cell.preset, parts=dict(cell.parts))
+        strategy = resolve(cell.spec.preset, parts=dict(cell.parts))
         part = getattr(strategy, m.slot)
         broken = m.replaces.get(part.name)
         if broken is None or (m.only_after_ack and not strategy.ack.after):
             continue
-        found.append((cell, {**cell.parts, m.slot: broken.name + part.label()[len(part.name):]}))
+        found.append((cell, with_part(cell.spec, m.slot, Spec.of(broken.name, part.changed()))))
 
-    def order(item: tuple[Any, dict[str, str]]) -> tuple[int, int]:
-        names = [f.split(":", 1)[0] for f in item[0].faults] + [item[0].preset]
+    def order(item: tuple[Any, CellSpec]) -> tuple[int, int]:
+        spec = item[0].spec
+        names = [f.name for f in spec.faults] + [spec.preset_text]   # `first` names faults, or presets with params
         first = min((m.first.index(n) for n in names if n in m.first), default=len(m.first))
         return first, 1 if names else 0
     return sorted(found, key=order)
@@ -77,20 +87,19 @@ def run_mutant(m: Mutant, cluster: Any, *, seed: int = 0, time_scale: float = 1.
                max_cells: int = 4, control: bool = False, topology: str = "replica",
                on_cell: Callable[[CellOutcome], None] | None = None) -> MutantResult:
     """Run `m` against its rows until one leaves its expectation (or `max_cells` kept theirs)."""
-    from chaos.orchestrator import run_cell
+    from chaos.orchestrator import run_spec
     started = time.monotonic()
     candidates = candidate_cells(m, topology)
     result = MutantResult(m.name, m.mutates, m.what, False, [], candidates=len(candidates))
     m.register()
     try:
-        for cell, broken_parts in candidates[:max_cells]:
+        for cell, broken in candidates[:max_cells]:
             t0 = time.monotonic()
-            measured = run_cell(cluster, cell.preset, list(cell.faults), runs=runs or cell.runs, seed=seed,
-                                time_scale=time_scale, parts=dict(cell.parts) if control else broken_parts,
-                                keep_runs="never", raise_fault_errors=False)
+            spec = (cell.spec if control else broken).but(runs=runs or cell.runs, seed=seed, time_scale=time_scale)
+            measured = run_spec(cluster, spec, keep_runs="never", raise_fault_errors=False)
             mismatches = cell.expected.mismatches(measured)
             outcome = UNKNOWN if measured.verdict == UNKNOWN else ("left" if mismatches else "kept")
-            label = cell_label(cell.preset, cell.faults)
+            label = cell_label(cell.spec)
             done = CellOutcome(label, cell.area, outcome, measured.verdict, mismatches,
                                round(time.monotonic() - t0, 2))
             result.cells.append(done)

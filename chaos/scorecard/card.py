@@ -107,9 +107,9 @@ class Scorecard:
         }
 
 
-def reproduce(command: str, config_path: str, spec: str, runs: int, seed: int, time_scale: float) -> str:
+def reproduce(command: str, config_path: str, planned: PlannedCell, runs: int, seed: int, time_scale: float) -> str:
     """The `chaos run` line that replays one cell (backend, topology and server as this process runs them)."""
-    return blackbox_command(command, config_path, [spec], runs, seed, time_scale)
+    return blackbox_command(command, config_path, [f.text for f in planned.faults], runs, seed, time_scale)
 
 
 def run_cell(cluster: Any, command: str, config: WorkerConfig, config_path: str, planned: PlannedCell, *,
@@ -118,7 +118,7 @@ def run_cell(cluster: Any, command: str, config: WorkerConfig, config_path: str,
              interval_s: float = 0.1) -> ScoreCell:
     """``runs`` runs of one fault, sampled and graded."""
     say = log or (lambda _line: None)
-    faults = [] if planned.spec == "none" else [planned.spec]
+    faults = [f.text for f in planned.faults]     # the black-box session's own fault spelling
     started = time.monotonic()
     cell: BlackBoxCell | None = None
     samples: list[list[Sample]] = []
@@ -145,7 +145,7 @@ def run_cell(cluster: Any, command: str, config: WorkerConfig, config_path: str,
             cell.runs.extend(one.runs)
         if one.cell.rig_failures or crash_reason(one):
             break           # a broken rig or a consumer that cannot start: further runs say nothing new
-    return finish(cell, planned, samples, reproduce(command, config_path, planned.spec, runs, seed, time_scale),
+    return finish(cell, planned, samples, reproduce(command, config_path, planned, runs, seed, time_scale),
                   time.monotonic() - started, error)
 
 
@@ -170,7 +170,7 @@ def finish(cell: BlackBoxCell | None, planned: PlannedCell, samples: list[list[S
         broken = expectations.check(bounds, cell.cell, cell.extra)
     if died(cell) and "keeps_consuming" in promised(bounds) and grades["keeps_consuming"].status == FAIL:
         broken.append("keeps_consuming: the consumer died during the run and left events unconsumed")
-    return ScoreCell(planned, cell, samples, grades, replay, wall_s, behaves_like(grades, cell, planned.spec),
+    return ScoreCell(planned, cell, samples, grades, replay, wall_s, behaves_like(grades, cell, planned.fault),
                      broken, error)
 
 

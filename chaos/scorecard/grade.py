@@ -196,7 +196,8 @@ PROFILES = (
 
 
 def behaves_like(grades: dict[str, Grade], cell: Any, fault: str = "") -> str:
-    """'like s1 + ack-after: nothing lost, redelivered copies applied twice', from the grades.
+    """'like s1 + ack-after: nothing lost, redelivered copies applied twice', from the grades
+    (``fault``: the cell's fault name, ``PlannedCell.fault``).
 
     Under a fault that destroys entries in Redis (``DESTROYS_ENTRIES``) a loss, and the wrong
     final state it leaves, is the server's: the consumer is matched on duplicates alone."""
@@ -210,7 +211,7 @@ def behaves_like(grades: dict[str, Grade], cell: Any, fault: str = "") -> str:
     dup = grades["no_duplicate_side_effects"].status == FAIL or c.duplicated > 0
     # a wrong final state with no write out of order comes from what was never consumed (or lost)
     wrong = c.reordered > 0 or (grades["final_state"].status == FAIL and not stops and not loses)
-    name = fault.split(":", 1)[0]
+    name = fault
     server_loss = loses and name in DESTROYS_ENTRIES
     if server_loss:
         loses, wrong = False, c.reordered > 0

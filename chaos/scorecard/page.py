@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from chaos.cellspec import Spec
 from chaos.scorecard.plots import plot_run
 
 COLOURS = {"pass": "#3c9a4f", "fail": "#d0453b", "unknown": "#a3a3a3"}
@@ -51,7 +52,7 @@ def write_pages(card: Any, out: Path) -> Path:
 def index_page(card: Any) -> str:
     data = card.to_json()
     props = list(card.cells[0].grades) if card.cells else []
-    head = "".join(f"<th class='fault' title='{html.escape(c.fault)}'>{html.escape(_short(c.fault))}</th>"
+    head = "".join(f"<th class='fault' title='{html.escape(c.fault)}'>{html.escape(_short(c.planned.run))}</th>"
                    for c in card.cells)
     rows = []
     for p in props:
@@ -79,10 +80,10 @@ def index_page(card: Any) -> str:
     return _page("scorecard", body)
 
 
-def _short(spec: str) -> str:
-    name, _, params = spec.partition(":")
-    keep = [p for p in params.split(",") if p.split("=")[0] in ("link", "mode")]
-    return name + (f" ({', '.join(k.split('=')[1] for k in keep)})" if keep else "")
+def _short(spec: Spec) -> str:
+    """A column head: the fault's name and, where one fault gives several cells, what tells them apart."""
+    keep = [v for k, v in spec.params if k in ("link", "mode")]
+    return spec.name + (f" ({', '.join(keep)})" if keep else "")
 
 
 def _evidence(text: str) -> str:
@@ -145,7 +146,8 @@ def markdown_grid(data: dict) -> str:
             else:
                 row.append(status)
         like = c["behaves_like"].removeprefix("like ")
-        lines.append(f"| {_short(c['fault'])} | " + " | ".join(row) + f" | {like} |")
+        head = _short(Spec.parse(c["fault"], "scorecard.json fault"))
+        lines.append(f"| {head} | " + " | ".join(row) + f" | {like} |")
     return "\n".join(lines)
 
 

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 from chaos.blackbox.config import WorkerConfig
 from chaos.blackbox.session import load_faults
+from chaos.cellspec import NO_FAULT, Spec, split_specs
 from chaos.errors import BadArguments
-from chaos.params import parse_spec
 
 TOPOLOGIES = ("replica", "sentinel")
 
@@ -62,11 +62,35 @@ CELLS: dict[str, CellDefault] = {
 
 @dataclass(frozen=True)
 class PlannedCell:
-    """One column of the scorecard: a fault spec, or why the fault is left out."""
+    """One column of the scorecard: the fault it runs, parsed once here (``none``: no fault),
+    or why the fault is left out."""
 
-    fault: str          # the registry name
-    spec: str           # what runs (``--fault`` syntax)
+    run: Spec           # what runs; for a skipped fault, its bare name
     skipped: str = ""   # non-empty: why this fault is not run
+
+    @classmethod
+    def left_out(cls, name: str, why: str) -> PlannedCell:
+        return cls(Spec(name), why)
+
+    @property
+    def fault(self) -> str:
+        """The registry name."""
+        return self.run.name
+
+    @property
+    def spec(self) -> str:
+        """What runs, in ``--fault`` syntax."""
+        return self.run.text
+
+    @property
+    def faults(self) -> list[Spec]:
+        """The faults the cell's runs arm: none for ``none``."""
+        return [] if self.run.name == NO_FAULT else [self.run]
+
+
+def topology_name(text: str) -> str:
+    """``sentinel:quorum=2`` -> ``sentinel`` (the topology's parameters are the cluster's business)."""
+    return Spec.parse(text, "--topology").name
 
 
 def _workers(config: WorkerConfig | None) -> list[str]:
@@ -74,22 +98,23 @@ def _workers(config: WorkerConfig | None) -> list[str]:
     return [f"C{i}" for i in range(1, processes + 1)]
 
 
-def _fits(spec: str, config: WorkerConfig | None) -> str:
+def _fits(spec: Spec, config: WorkerConfig | None) -> str:
     """'' when the spec can act on this black-box run, else the reason it cannot."""
     try:
-        load_faults([spec], _workers(config))
+        load_faults([spec.text], _workers(config))
     except BadArguments as exc:
         return str(exc)
     return ""
 
 
-def _defaults(name: str, config: WorkerConfig | None) -> tuple[tuple[str, ...], str]:
+def _defaults(name: str, config: WorkerConfig | None) -> tuple[tuple[Spec, ...], str]:
     """The specs a fault runs with when CELLS does not name it, and why none fits."""
-    first = _fits(name, config)
+    bare, at_time = Spec(name), Spec.of(name, {"at": "time"})
+    first = _fits(bare, config)
     if not first:
-        return (name,), ""
-    if not _fits(f"{name}:at=time", config):
-        return (f"{name}:at=time",), ""
+        return (bare,), ""
+    if not _fits(at_time, config):
+        return (at_time,), ""
     return (), first
 
 
@@ -102,38 +127,26 @@ def catalogue(topology: str = "replica", config: WorkerConfig | None = None) -> 
     for name in fault_names():
         row = CELLS.get(name)
         if row is not None and row.skip:
-            out.append(PlannedCell(name, name, row.skip))
+            out.append(PlannedCell.left_out(name, row.skip))
             continue
         if row is not None and row.needs_poison and (config is None or config.poison is None):
-            out.append(PlannedCell(name, name, "the config declares no [poison] payload (e.g. [poison] "
-                                               "fields = { version = \"not-a-number\" })"))
+            out.append(PlannedCell.left_out(name, "the config declares no [poison] payload (e.g. [poison] "
+                                                    "fields = { version = \"not-a-number\" })"))
             continue
         if row is not None and row.topology not in ("any", topology):
-            out.append(PlannedCell(name, name, f"needs --topology {row.topology}"))
+            out.append(PlannedCell.left_out(name, f"needs --topology {row.topology}"))
             continue
         if row is None:
             specs, why = _defaults(name, config)
         else:
-            specs, why = row.specs, ""
+            specs, why = tuple(Spec.parse(s, "scorecard cell") for s in row.specs), ""
         if not why:
             why = next((w for w in (_fits(s, config) for s in specs) if w), "")
         if why:
-            out.append(PlannedCell(name, name, why.split(". A black-box worker")[0]))
+            out.append(PlannedCell.left_out(name, why.split(". A black-box worker")[0]))
             continue
-        out.extend(PlannedCell(name, spec) for spec in specs)
+        out.extend(PlannedCell(spec) for spec in specs)
     return out
-
-
-def split_faults(faults: str) -> list[str]:
-    """``--faults`` items: a comma starts a new fault unless what follows is ``k=v`` (a fault
-    name never holds ``=``), so ``maxmemory:after_entries=100,duration_ms=300,none`` is two."""
-    items: list[str] = []
-    for part in (p.strip() for p in faults.split(",")):
-        if items and items[-1] and ":" in items[-1] and "=" in part and ":" not in part.split("=", 1)[0]:
-            items[-1] += "," + part
-        else:
-            items.append(part)
-    return items
 
 
 def plan(faults: str, topology: str, config: WorkerConfig) -> list[PlannedCell]:
@@ -145,10 +158,9 @@ def plan(faults: str, topology: str, config: WorkerConfig) -> list[PlannedCell]:
     if faults.strip() in ("", "all"):
         return whole
     chosen: list[PlannedCell] = []
-    for item in split_faults(faults):
-        if not item:
-            continue
-        name, params = parse_spec(item, "--faults")
+    for item in split_specs(faults):
+        given = Spec.parse(item, "--faults")
+        name = given.name
         mine = [c for c in whole if c.fault == name]
         if not mine:
             from faults.registry import fault_class
@@ -158,11 +170,11 @@ def plan(faults: str, topology: str, config: WorkerConfig) -> list[PlannedCell]:
             raise BadArguments(f"--faults {item}: {name} does not fit this scorecard: {skipped}; "
                                f"leave it out" + (" or add --topology sentinel" if "sentinel" in skipped else
                                                   " or use --topology replica" if "replica" in skipped else ""))
-        if params:
-            why = _fits(item, config)
+        if given.params:
+            why = _fits(given, config)
             if why:
                 raise BadArguments(f"--faults {item}: {why}")
-            chosen.append(PlannedCell(name, item))
+            chosen.append(PlannedCell(given))
         else:
             chosen.extend(mine)
     if not chosen:

@@ -38,8 +38,9 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def _topology(marker: Any) -> str:
+    from chaos.scorecard.plan import topology_name
     given = (marker.kwargs.get("topology") if marker else None) or os.environ.get("CHAOS_TOPOLOGY") or "replica"
-    return given.split(":", 1)[0]
+    return topology_name(given)
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -47,10 +48,11 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         return
     marker = metafunc.definition.get_closest_marker("scorecard")
     faults = (marker.kwargs.get("faults") if marker else None) or "all"
+    from chaos.cellspec import split_specs
     from chaos.scorecard.plan import catalogue
     config = _marked_config(metafunc)
     cells = [c for c in catalogue(_topology(marker), config) if not c.skipped] if faults == "all" else None
-    specs = [c.spec for c in cells] if cells is not None else [f.strip() for f in faults.split(",") if f.strip()]
+    specs = [c.spec for c in cells] if cells is not None else split_specs(faults)
     metafunc.parametrize("scorecard_fault", specs, ids=specs)
 
 

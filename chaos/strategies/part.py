@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from chaos.params import Param, declared, format_spec, parse_params
+from chaos.params import Param, declared, format_spec, format_value, parse_params
 
 
 class Part:
@@ -43,9 +43,13 @@ class Part:
     def to_spec(self) -> dict:
         return {"name": self.name, "params": dict(self.values)}
 
+    def changed(self) -> dict[str, str]:
+        """The parameters that differ from the defaults, as a spec writes them."""
+        return {k: format_value(v) for k, v in self.values.items() if v != self.declared[k].default}
+
     def label(self) -> str:
         """`name:k=v` with only the parameters that differ from the defaults."""
-        return format_spec(self.name, {k: v for k, v in self.values.items() if v != self.declared[k].default})
+        return format_spec(self.name, self.changed())
 
     def __repr__(self) -> str:
         return f"<{self.slot} {self.label()}>"

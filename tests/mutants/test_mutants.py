@@ -23,8 +23,9 @@ from chaos.strategies.guards import GUARDS
 def test_every_mutant_has_rows_of_the_part_it_breaks(m):
     cells = candidate_cells(m)
     assert cells, f"{m.name}: no row of {m.mutates} to run against"
-    for cell, parts in cells:
-        assert parts[m.slot].split(":", 1)[0] in {cls.name for cls in m.replaces.values()}
+    for cell, broken in cells:
+        assert dict(broken.parts)[m.slot].name in {cls.name for cls in m.replaces.values()}
+        assert broken.but(parts=cell.spec.parts) == cell.spec      # the row's cell, only the part replaced
 
 
 @pytest.mark.parametrize("name", ["cas-without-version", "sharded-random-shard"])

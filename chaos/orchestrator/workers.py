@@ -141,8 +141,9 @@ class Workers:
         names = [handle.name, *handle.plan.helpers]
         return directory.is_dir() and any(any(directory.glob(f"{n}.*.kill")) for n in names)
 
-    def check_deaths(self, t0: float) -> None:
-        """Account for every worker that exited; respawn what is due (its schedule from `t0`)."""
+    def check_deaths(self, t0: float, *, respawn: bool = True) -> None:
+        """Account for every worker that exited; respawn what is due (its schedule from `t0`),
+        unless `respawn` is off (the run is stopping: a worker started now would outlive it)."""
         now = time.monotonic()
         for handle in list(self.handles):
             if handle.accounted or handle.alive():
@@ -163,8 +164,8 @@ class Workers:
             self.rig.check()     # at once: the fork server's death takes its workers (before the watch's next tick)
             self.reasons.append(f"{handle.name} (pid {handle.pid}) died unexpectedly: {describe_exit(code)}; "
                                 f"log tail:\n{tail(handle.log)}")
-        if self.rig.failed.is_set():
-            self.respawns.clear()      # the rig is gone: nothing to respawn onto
+        if self.rig.failed.is_set() or not respawn:
+            self.respawns.clear()      # the rig is gone, or the run stops: nothing to respawn
         for due, handle in list(self.respawns):
             if due <= now:
                 self.respawns.remove((due, handle))
@@ -200,4 +201,4 @@ class Workers:
                 handle.stopping = True
                 handle.child.kill(signal.SIGKILL)
                 handle.child.wait(5)
-        self.check_deaths(t0)
+        self.check_deaths(t0, respawn=False)

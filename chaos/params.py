@@ -6,6 +6,11 @@ parameters once as `Param`s (type, default, bounds, help) and bad input is refus
 before anything starts, with a message that names the parameter, what was given and
 the fix. Names ending in `_ms` are durations in milliseconds: never negative, and
 scaled by `--time-scale` where they act, never here.
+
+A list-valued parameter (`kind=tuple`, e.g. nemesis's `faults`) writes its items joined by
+`/`: `nemesis:faults=latency/pause`. Not `,` (it separates pairs), not `+` (it joins the
+faults of a cell: `matrix --faults kill-consumer+nemesis`), so a spec holding a list stays
+one spec everywhere a cell's faults are written. `choices` apply to each item.
 """
 from __future__ import annotations
 
@@ -17,7 +22,9 @@ from chaos.errors import BadArguments
 
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off"}
-_KINDS = (bool, int, float, str)
+_KINDS = (bool, int, float, str, tuple)
+LIST_SEP = "/"          # joins a list-valued parameter's items: faults=latency/pause
+_KIND_NAMES = {tuple: "list"}
 
 
 @dataclass(frozen=True)
@@ -43,7 +50,7 @@ class Param:
             if self.is_duration and kind is str:
                 kind = int
         if kind not in _KINDS:
-            raise TypeError(f"parameter {self.name}: kind {kind!r} is not one of bool, int, float, str")
+            raise TypeError(f"parameter {self.name}: kind {kind!r} is not one of bool, int, float, str, tuple (a list)")
         object.__setattr__(self, "kind", kind)
         object.__setattr__(self, "choices", tuple(self.choices or ()))
         if self.is_duration and self.minimum is None:
@@ -63,8 +70,10 @@ class Param:
         except (TypeError, ValueError):
             unit = " (milliseconds)" if self.is_duration else ""
             raise BadArguments(
-                f"{owner}: parameter {self.name}={raw!r} is not a valid {self.kind.__name__}{unit}; "
+                f"{owner}: parameter {self.name}={raw!r} is not a valid {self.kind_name}{unit}; "
                 f"give e.g. {self.name}={format_value(self.default)}") from None
+        if self.kind is tuple:
+            return self._checked_items(owner, raw, value)
         if self.choices and value not in self.choices:
             raise BadArguments(f"{owner}: parameter {self.name}={value!r} is not one of "
                                f"{', '.join(map(str, self.choices))}")
@@ -76,7 +85,27 @@ class Param:
                                f"give {self.name} <= {self.maximum:g}")
         return value
 
+    @property
+    def kind_name(self) -> str:
+        return _KIND_NAMES.get(self.kind, self.kind.__name__)
+
+    def _checked_items(self, owner: str, raw: Any, items: tuple[str, ...]) -> tuple[str, ...]:
+        example = format_value(self.default) or "a/b"
+        if isinstance(raw, str) and "+" in raw:   # the spelling before one grammar: refused, naming the fix
+            raise BadArguments(f"{owner}: parameter {self.name}={raw!r}: a list's items are joined by "
+                               f"'{LIST_SEP}', not '+' ('+' joins a cell's faults); write "
+                               f"{self.name}={raw.replace('+', LIST_SEP)}")
+        bad = [item for item in items if self.choices and item not in self.choices]
+        if bad:
+            raise BadArguments(f"{owner}: parameter {self.name}={format_value(raw)!r}: {', '.join(bad)} "
+                               f"{'is' if len(bad) == 1 else 'are'} not one of {', '.join(map(str, self.choices))}; "
+                               f"join items by '{LIST_SEP}', e.g. {self.name}={example}")
+        return items
+
     def _typed(self, raw: Any) -> Any:
+        if self.kind is tuple:
+            given = raw if isinstance(raw, (list, tuple)) else str(raw).split(LIST_SEP)
+            return tuple(item for item in (str(i).strip() for i in given) if item)
         if self.kind is bool:
             if isinstance(raw, bool):
                 return raw
@@ -111,7 +140,8 @@ class Param:
 
     def summary(self) -> dict[str, Any]:
         """A JSON-able description (`list --json`)."""
-        out: dict[str, Any] = {"default": self.default, "help": self.help, "type": self.kind.__name__}
+        default = list(self.default) if self.kind is tuple else self.default
+        out: dict[str, Any] = {"default": default, "help": self.help, "type": self.kind_name}
         if self.choices:
             out["choices"] = list(self.choices)
         if self.minimum is not None:
@@ -122,7 +152,9 @@ class Param:
 
 
 def format_value(value: Any) -> str:
-    """A value as it is written in a spec (`true`, not `True`)."""
+    """A value as it is written in a spec (`true`, not `True`; a list's items joined by `/`)."""
+    if isinstance(value, (list, tuple)):
+        return LIST_SEP.join(map(str, value))
     return str(value).lower() if isinstance(value, bool) else str(value)
 
 

@@ -56,7 +56,7 @@ class Nemesis(Fault):
     effect = WINDOW_HIT
     description = "a seeded random schedule of latency/partition/pause windows for a time bound"
     params = (
-        Param("faults", "latency+partition+pause", "the kinds to draw from, joined by +"),
+        Param("faults", KINDS, "the kinds to draw from, joined by /", choices=KINDS),
         Param("duration_ms", 5000, "the time bound of the schedule"),
         Param("interval_ms", 800, "mean gap between two faults (exponential)"),
         Param("window_ms", 300, "how long each fault lasts"),
@@ -64,11 +64,10 @@ class Nemesis(Fault):
     )
 
     def validate(self) -> None:
-        kinds = [k for k in self.faults.split("+") if k]
-        bad = [k for k in kinds if k not in KINDS]
-        if bad or not kinds:
-            raise BadArguments(f"fault 'nemesis': faults={self.faults!r}: give kinds from "
-                               f"{', '.join(KINDS)} joined by +, e.g. faults=latency+pause")
+        kinds = list(self.faults)      # a list parameter: items checked against KINDS by chaos.params
+        if not kinds:
+            raise BadArguments(f"fault 'nemesis': faults is empty: give kinds from "
+                               f"{', '.join(KINDS)} joined by /, e.g. faults=latency/pause")
         if self.window_ms <= 0:
             raise BadArguments("fault 'nemesis': window_ms must be > 0")
         self.kinds = kinds

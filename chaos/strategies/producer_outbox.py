@@ -53,7 +53,7 @@ class OutboxProducer(Producer):
               "its locks ('' = none)"),
         Param("stall_ms", 3000.0, "how long that dispatcher stalls (long enough for the service to "
               "write the key's later events even on a loaded machine: 1 s was not, at load 16)", minimum=0),
-        Param("rollback", "", "event_ids (joined by '+') whose service transaction rolls back"),
+        Param("rollback", (), "event_ids (joined by '/') whose service transaction rolls back"),
         Param("respawn", True, "restart a dispatcher a fault killed (its failpoints off)"),
         Param("respawn_ms", 0.0, "delay before that restart", minimum=0),
     )
@@ -64,7 +64,7 @@ class OutboxProducer(Producer):
                                "so it never reaches a dispatcher; pick another event")
 
     def rolled_back(self) -> list[str]:
-        return [e for e in self.rollback.split("+") if e]
+        return list(self.rollback)
 
     def config(self) -> DispatcherConfig:
         fail = {"event_id": self.fail_event, "attempts": self.fail_attempts} if self.fail_event else None

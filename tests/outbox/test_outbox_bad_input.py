@@ -17,6 +17,8 @@ EVENTS = [Event("e1-1", "1", "created", 1, stream="orders"), Event("e1-2", "1", 
     ({"dispatchers": "x"}, "dispatchers='x' is not a valid int"),
     ({"poll_ms": 0}, "poll_ms=0.0 is below its minimum"),
     ({"fail_event": "e1-1", "rollback": "e1-1"}, "also rolled back"),
+    ({"fail_event": "e1-2", "rollback": "e1-1/e1-2"}, "also rolled back"),
+    ({"rollback": "e1-1+e1-2"}, "joined by '/', not '\\+'.*write rollback=e1-1/e1-2"),
     ({"bogus": 1}, "its parameters are"),
 ])
 def test_producer_part_rejects(params, message):
@@ -28,6 +30,15 @@ def test_producer_part_rejects(params, message):
 def test_an_unknown_event_is_rejected_naming_the_events(param):
     with pytest.raises(BadArguments, match=f"{param} names e9-9, which the workload does not have"):
         OutboxNaive(**{param: "e9-9"}).plans(EVENTS)
+
+
+def test_rollback_is_a_list_written_with_slashes():
+    """One grammar: a list parameter joins its items by '/', so a spec holding it stays one
+    fault or part wherever a cell's faults are joined by '+'."""
+    part = OutboxPerKey(rollback="e1-1/e1-2")
+    assert part.rolled_back() == ["e1-1", "e1-2"]
+    assert part.label() == "outbox-per-key:rollback=e1-1/e1-2"
+    assert part.plans(EVENTS)[0].spec["rollback"] == ["e1-1", "e1-2"]
 
 
 def test_plans_are_one_service_and_n_dispatchers():

@@ -14,8 +14,6 @@ NOT_A_SPEC = {
     "chaos/cellspec.py": "the readers of a+b and of comma lists of specs",
     "chaos/extensions.py": "entry-point targets (module:attr) and comma lists of distribution names",
     "faults/registry.py": "registry targets (module:Class)",
-    "faults/nemesis.py": "nemesis's own faults=a+b parameter",
-    "chaos/strategies/producer_outbox.py": "the outbox producer's rollback=a+b parameter",
     "chaos/cli/mutants_cmd.py": "--only, a comma list of mutant names",
     "chaos/workload/producer.py": "a barrier's comma list of stream names",
     "chaos/cluster/endpoint.py": "host:port",

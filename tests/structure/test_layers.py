@@ -8,6 +8,7 @@ These tests fail on the first import that breaks a rule, naming the file and the
 from __future__ import annotations
 
 import ast
+import re
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
@@ -218,3 +219,33 @@ def test_the_cycle_finder_finds_a_cycle() -> None:
     assert _cycles({"a": {"b"}, "b": {"a"}}) == [["a", "b"]]
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     assert _cycles({"a": {"b"}, "b": {"c"}}) == []
+
+
+def docs_layers() -> dict[str, tuple[str, ...]]:
+    """docs/INTERFACES.md section 0's table: layer -> the parts named (`chaos/x.py`, `chaos/x/`) as modules,
+    in the order written; words in parentheses are the row's notes, not parts."""
+    text = (ROOT / "docs" / "INTERFACES.md").read_text(encoding="utf-8")
+    section = text.split("## 0. Layers", 1)[1].split("\n## ", 1)[0]
+    table: dict[str, tuple[str, ...]] = {}
+    for line in section.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) != 2 or cells[0] in ("layer", "---"):
+            continue
+        depth, parts = 0, []
+        for piece in re.split(r"(\(|\)|`[^`]+`)", cells[1]):
+            depth += (piece == "(") - (piece == ")")
+            if depth == 0 and piece.startswith(("`chaos/", "`faults/")):
+                parts.append(piece.strip("`").removesuffix("/").removesuffix(".py").replace("/", "."))
+        table[cells[0]] = tuple(parts)
+    return table
+
+
+def test_the_docs_layer_table_is_this_table() -> None:
+    """LAYERS is docs/INTERFACES.md section 0, row for row and part for part: the table the
+    docs show is the one every import is checked against."""
+    documented = docs_layers()
+    assert list(documented) == list(LAYERS), f"layers in the docs {list(documented)} != here {list(LAYERS)}"
+    for layer, parts in LAYERS.items():
+        assert sorted(documented[layer]) == sorted(parts), (
+            f"layer {layer!r}: docs/INTERFACES.md names {sorted(documented[layer])}, "
+            f"tests/structure/test_layers.py LAYERS {sorted(parts)}; make them one table")

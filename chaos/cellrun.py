@@ -161,8 +161,9 @@ def run(cell: Cell, cluster: Any, options: Any, *, runs: int | None = None, fixe
 
     default_runs = runs or cell.runs
     count = default_runs if fixed_runs else (getattr(options, "runs", None) or default_runs)
+    # where it runs is the cluster's (a suite may stand on a topology of its own: suites/sentinel)
     spec = cell.spec.but(runs=count, seed=options.seed, time_scale=time_scale or options.time_scale,
-                         backend=getattr(options, "backend", None))
+                         backend=cluster.backend, topology=cluster.topology_text, server=cluster.server)
     try:
         outcome = run_judged(cluster, spec, expected=expected, area=area, cell=cell,
                              failpoints=dict(failpoints) if failpoints else None, keep_runs="always")

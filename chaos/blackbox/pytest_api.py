@@ -88,9 +88,9 @@ def blackbox_runner(request: pytest.FixtureRequest, cluster: Any, chaos_options:
         again = None
         if isinstance(config, (str, Path)):
             again = blackbox_command(_text(command), str(config), cell.faults, runs, seed, time_scale,
-                                     getattr(chaos_options, "backend", None))
+                                     cluster.backend, topology=cluster.topology_text, server=cluster.server)
         row = report(cell, area=area, command=_text(command), bounds=bounds, seed=seed, time_scale=time_scale,
-                     wall_s=time.monotonic() - t0, reproduce=again)
+                     wall_s=time.monotonic() - t0, reproduce=again, cluster=cluster)
         if row_property:
             request.node.user_properties.append((row_property, row))
         if cell.cell.rig_failures:     # the rig broke, not the consumer: Allure shows the test broken
@@ -128,7 +128,7 @@ def _text(command: str | list[str]) -> str:
 
 
 def report(cell: BlackBoxRuns, *, area: str, command: str, bounds: dict, seed: int, time_scale: float,
-           wall_s: float, reproduce: str | None) -> dict:
+           wall_s: float, reproduce: str | None, cluster: Any = None) -> dict:
     """The cell's Allure report and summary row (terminal table, --chaos-summary), like a
     built-in cell's (chaos/report/allure_cell.py, chaos/report/rows.py); returns the row."""
     from chaos.report.allure_cell import report_cell
@@ -139,7 +139,9 @@ def report(cell: BlackBoxRuns, *, area: str, command: str, bounds: dict, seed: i
     expected = expectations.expectation(bounds, cell.extra)
     # the consumer's own command names the cell (a name, not a preset spec: never parsed)
     spec = CellSpec(Spec(command), tuple(Spec.parse(f, "fault spec") for f in cell.faults),
-                    runs=result.run_count, seed=seed, time_scale=time_scale)
+                    runs=result.run_count, seed=seed, time_scale=time_scale,
+                    backend=getattr(cluster, "backend", None), topology=getattr(cluster, "topology_text", None),
+                    server=getattr(cluster, "server", None))
     row = cell_row(result, spec, area=area, expected=expected, reproduce=reproduce)
     extra = {**cell.extra.as_dict(), "stalled_after_heal_s": cell.stalled_after_heal_s,
              "undelivered": result.counts.undelivered}

@@ -62,18 +62,20 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _check_topology_options(args: argparse.Namespace) -> None:
-    """run, matrix, cluster up: refuse an unknown server, bad topology parameters or a missing
-    Sentinel binary before anything starts (each a ClusterError naming the fix: bad input)."""
+    """run, matrix, scorecard, cluster up: the edge reads the backend configuration once
+    (`--backend`/`--topology`/`--server`, else $CHAOS_BACKEND/$CHAOS_TOPOLOGY/$CHAOS_SERVER)
+    into ``args``, from where it is passed on as objects; an unknown server, bad topology
+    parameters or a missing Sentinel binary are refused before anything starts (bad input)."""
+    if not hasattr(args, "topology") and not hasattr(args, "server"):
+        return
+    from chaos.cluster import configured
     from chaos.cluster.errors import ClusterError
     try:
-        if hasattr(args, "server"):
-            from chaos.cluster.servers import use_server
-            use_server(args.server)
-        if hasattr(args, "topology"):  # replica | sentinel[:k=v]
-            from chaos.cluster.sentinel import use_topology
-            use_topology(args.topology)
+        where = configured(getattr(args, "backend", None), getattr(args, "topology", None),
+                           getattr(args, "server", None))
     except ClusterError as exc:
         raise BadArguments(str(exc)) from None
+    args.backend, args.topology, args.server = where.backend, where.topology, where.server
 
 
 def main(argv: list[str] | None = None) -> int:

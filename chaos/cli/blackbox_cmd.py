@@ -55,7 +55,7 @@ def _faults(args: argparse.Namespace) -> list[str]:
 
 def reproduce(args: argparse.Namespace, faults: list[str], seed: int) -> str:
     return blackbox_command(args.worker_cmd, args.worker_config, faults, args.runs, seed, args.time_scale,
-                            args.backend)
+                            args.backend, topology=args.topology, server=args.server)
 
 
 def to_json(cell: BlackBoxRuns, *, args: argparse.Namespace, seed: int, wall_s: float, run_dir: Any) -> dict:
@@ -92,7 +92,8 @@ def run_from_args(args: argparse.Namespace) -> int:
     say = (lambda line: None) if quiet else (lambda line: print(line, file=sys.stderr, flush=True))
     t0 = time.monotonic()
     root, run_root, cluster = options.start_in_run_dir(
-        args, "blackbox", lambda: failures.start_topology(args.backend, f"bb-{os.getpid()}-{uuid.uuid4().hex[:6]}"))
+        args, "blackbox", lambda: failures.start_topology(args.backend, f"bb-{os.getpid()}-{uuid.uuid4().hex[:6]}",
+                                                            topology=args.topology, server=args.server))
     failures.crash_site.run_dir = run_root
     data: dict | None = None
     try:

@@ -41,14 +41,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_up(args: argparse.Namespace) -> int:
-    from chaos.cluster import check_backend
-    from chaos.cluster.errors import ClusterError
     from chaos.cluster.supervisor import state_path
 
-    try:
-        backend = check_backend(args.backend)
-    except ClusterError as exc:
-        raise BadArguments(str(exc)) from None
+    backend = args.backend      # read and checked at the edge (chaos.cli._check_topology_options)
     if (state := _live_state(args.name)) is not None:
         raise BadArguments(f"cluster {args.name!r} is already up (supervisor pid {state.pid}): "
                            f"run `python -m chaos cluster down --name {args.name}` first, or pick another --name")
@@ -58,8 +53,9 @@ def run_up(args: argparse.Namespace) -> int:
     root = str(Path(__file__).resolve().parents[2])
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")])))
     with open(log, "wb") as out:
+        where = ["--topology", args.topology] + (["--server", args.server] if args.server else [])
         proc = subprocess.Popen([sys.executable, "-m", "chaos.cluster.supervisor", "--name", args.name,
-                                 "--backend", backend], stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                                 "--backend", backend, *where], stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
                                 env=env, start_new_session=True)   # outlives us: that is its job
     deadline = time.monotonic() + UP_TIMEOUT_S
     while not path.exists():

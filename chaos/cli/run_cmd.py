@@ -55,16 +55,17 @@ class Progress:
         print(line, end=end, file=sys.stderr, flush=True)
 
 
-def _rig() -> dict[str, str | None]:
-    """The topology and server this process runs on (the replay names them)."""
-    return {"topology": os.environ.get("CHAOS_TOPOLOGY") or None, "server": os.environ.get("CHAOS_SERVER") or None}
+def _rig(args: argparse.Namespace) -> dict[str, str | None]:
+    """The backend, topology and server this command runs on (read at the edge: chaos.cli
+    `_check_topology_options`); the replay names them."""
+    return {"backend": args.backend, "topology": args.topology, "server": args.server}
 
 
 def cell_spec(preset: str, faults: list[str], parts: dict[str, str], runs: int, seed: int, time_scale: float,
-              backend: str | None) -> CellSpec:
-    """The edge: the command line's specs parsed once, with the topology and server it runs on."""
+              backend: str | None, topology: str | None = None, server: str | None = None) -> CellSpec:
+    """The edge: the command line's specs parsed once, with the backend, topology and server it runs on."""
     return CellSpec.parse(preset, faults, parts, runs=runs, seed=seed, time_scale=time_scale, backend=backend,
-                          **_rig())
+                          topology=topology, server=server)
 
 
 def _check_inputs(spec: CellSpec) -> Any:
@@ -74,7 +75,7 @@ def _check_inputs(spec: CellSpec) -> Any:
     from faults.interface import Plan
     from faults.registry import make_fault
     strategy = resolve(spec.preset, parts=spec.part_texts)
-    plan = Plan(strategy=strategy, backend=spec.backend or os.environ.get("CHAOS_BACKEND") or DEFAULT_BACKEND)
+    plan = Plan(strategy=strategy, backend=spec.backend or DEFAULT_BACKEND)
     for fault in spec.faults:
         make_fault(fault).check(plan)
     return strategy
@@ -188,8 +189,8 @@ def _say_kept(spec: CellSpec, cell: Any, root: Path, runs_root: Path, mismatches
         print(f"  run {run.run} alone: {spec.replay(runs=1, seed=run.seed)}", file=sys.stderr)
 
 
-def _start_cluster(backend: str | None) -> Any:
-    return failures.start_topology(backend, f"cli-{os.getpid()}")
+def _start_cluster(args: argparse.Namespace) -> Any:
+    return failures.start_topology(args.backend, f"cli-{os.getpid()}", topology=args.topology, server=args.server)
 
 
 def _runs_root(args: argparse.Namespace) -> Path:
@@ -221,12 +222,13 @@ def cmd_run(args: argparse.Namespace) -> int:
         return blackbox_cmd.run_from_args(args)
     if not args.preset:
         raise BadArguments('give --preset NAME (see `python -m chaos list`) or --worker-cmd "..." --worker-config FILE')
-    spec = cell_spec(args.preset, args.fault or [], _parts(args.part), runs, args.seed, scale, args.backend)
+    spec = cell_spec(args.preset, args.fault or [], _parts(args.part), runs, args.seed, scale, args.backend,
+                     args.topology, args.server)
     _check_inputs(spec)
     root = _runs_root(args)
     failures.crash_site.partial_json = lambda broken: (failures.crash_site.cell_json
                                                        and failures.crash_site.cell_json(broken))
-    with _start_cluster(args.backend) as cluster:
+    with _start_cluster(args) as cluster:
         out, code = run_one_cell(cluster, spec, args.trace, root)
     if args.json:
         print(json.dumps(out, default=str))
@@ -249,11 +251,10 @@ def _summary_line(out: dict) -> str:
 
 def cmd_matrix(args: argparse.Namespace) -> int:
     """The expectation table's rows, each run with its own parameters (see chaos.report.matrix)."""
-    from chaos.cluster.sentinel import ENV as TOPOLOGY_ENV
     from chaos.cluster.sentinel import parse_topology
     from chaos.expectations.plan import coverage, plan_cells, split_by_topology
     from chaos.report.matrix import matrix_row
-    topology = parse_topology(os.environ.get(TOPOLOGY_ENV) or None)[0]
+    topology = parse_topology(args.topology)[0]
     planned, skipped = split_by_topology(plan_cells(args.area or None, split_specs(args.presets), split_specs(args.faults)),
                                          topology)
     if not planned:
@@ -266,7 +267,7 @@ def cmd_matrix(args: argparse.Namespace) -> int:
               "and on the page)", file=sys.stderr)
     runs = None if args.runs is None else _positive(str(args.runs), "--runs", int)
     scale = _positive(str(args.time_scale), "--time-scale")
-    specs = [cell.spec.but(runs=runs or cell.runs, seed=args.seed, time_scale=scale, backend=args.backend, **_rig())
+    specs = [cell.spec.but(runs=runs or cell.runs, seed=args.seed, time_scale=scale, **_rig(args))
              for cell in planned]
     for spec in specs:
         _check_inputs(spec)
@@ -281,7 +282,7 @@ def cmd_matrix(args: argparse.Namespace) -> int:
                 "cells": list(cells), "skipped": skipped}
 
     failures.crash_site.partial_json = partial
-    with _start_cluster(args.backend) as cluster:
+    with _start_cluster(args) as cluster:
         for cell, spec in zip(planned, specs, strict=True):
             failures.crash_site.cell_json = None
             out, code, judged = run_judged_cell(cluster, spec, False, root, named)

@@ -43,7 +43,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 def _topology(args: argparse.Namespace) -> str:
     from chaos.scorecard.plan import topology_name
-    return topology_name(args.topology or os.environ.get("CHAOS_TOPOLOGY") or "replica")
+    return topology_name(args.topology)      # read at the edge: chaos.cli._check_topology_options
 
 
 def _writable(out: Path) -> None:
@@ -104,7 +104,8 @@ def run(args: argparse.Namespace) -> int:
 
     def start() -> Any:
         """A topology of this card's own (at the start, and after a cell broke the rig)."""
-        return failures.start_topology(args.backend, f"sc-{os.getpid()}-{uuid.uuid4().hex[:6]}")
+        return failures.start_topology(args.backend, f"sc-{os.getpid()}-{uuid.uuid4().hex[:6]}",
+                                       topology=args.topology, server=args.server)
 
     _root, run_root, cluster = options.start_in_run_dir(args, "scorecard", start)
     failures.crash_site.run_dir = run_root

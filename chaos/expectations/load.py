@@ -22,19 +22,18 @@ does to a plain consumer pair: writes of one order land out of order, and its fi
 are wrong.
 
 Sizes: `ci` (2,000 events: 100 orders x 20, 3 ms each, over 1 s; the default test run) or `full`
-(10^5 events: 1,000 orders x 100 at cost 0, the benchmark and the nightly), from $CHAOS_LOAD_SIZE, which
-`--chaos-load-size` sets. The rows carry the size's workload, so each size has its own rows;
-the table holds both sizes' rows.
+(10^5 events: 1,000 orders x 100 at cost 0, the benchmark and the nightly), passed by name:
+suites/load runs `cells(load_size(name))` for the session's size (`--chaos-load-size`, else
+$CHAOS_LOAD_SIZE, read at the plugin's edge into `ChaosOptions.load_size`); nothing here reads
+the environment. The rows carry the size's workload, so each size has its own rows; the
+table holds both sizes' rows. `CELLS` are the `ci` size's (the run counts `chaos matrix` plans by).
 """
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 
 from chaos.expectations.cells import Cell, rows
 from chaos.expectations.table import RUNS, each_run, eq, ge
-
-SIZE_ENV = "CHAOS_LOAD_SIZE"
 
 
 @dataclass(frozen=True)
@@ -74,13 +73,13 @@ SIZES = {"ci": LoadSize("ci", keys=100, events=20, gap_ms=0.5, cost_ms=3.0),
 
 
 def load_size(name: str | None = None) -> LoadSize:
-    """The size named, else $CHAOS_LOAD_SIZE, else `ci`; an unknown name is refused naming the sizes."""
-    name = name or os.environ.get(SIZE_ENV) or "ci"
+    """The size named, else `ci`; an unknown name is refused naming the sizes."""
+    name = name or "ci"
     try:
         return SIZES[name]
     except KeyError:
         raise ValueError(f"load size {name!r} is not one of {', '.join(SIZES)} "
-                         f"(set {SIZE_ENV} or --chaos-load-size to one of them)") from None
+                         f"(set --chaos-load-size or $CHAOS_LOAD_SIZE to one of them)") from None
 
 
 def faults(size: LoadSize, *, together: bool = False) -> dict[str, str]:
@@ -138,8 +137,7 @@ def cells(size: LoadSize) -> list[Cell]:
     ]
 
 
-SIZE = load_size()
-CELLS: list[Cell] = cells(SIZE)   # what suites/load runs
+CELLS: list[Cell] = cells(load_size("ci"))   # suites/load runs the session's size's: cells(load_size(name))
 # Both sizes' rows, whatever the size chosen: the table (and the README rendered from it) stays
 # the same, and each size's cells find their own row by its workload.
 ROWS = rows([cell for name in SIZES for cell in cells(SIZES[name])])

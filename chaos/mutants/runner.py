@@ -95,7 +95,9 @@ def run_mutant(m: Mutant, cluster: Any, *, seed: int = 0, time_scale: float = 1.
     try:
         for cell, broken in candidates[:max_cells]:
             t0 = time.monotonic()
-            spec = (cell.spec if control else broken).but(runs=runs or cell.runs, seed=seed, time_scale=time_scale)
+            spec = (cell.spec if control else broken).but(runs=runs or cell.runs, seed=seed, time_scale=time_scale,
+                                                          backend=cluster.backend, topology=cluster.topology_text,
+                                                          server=cluster.server)
             measured = run_spec(cluster, spec, keep_runs="never", raise_fault_errors=False)
             mismatches = cell.expected.mismatches(measured)
             outcome = UNKNOWN if measured.verdict == UNKNOWN else ("left" if mismatches else "kept")

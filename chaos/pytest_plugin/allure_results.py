@@ -167,8 +167,7 @@ def session_environment(config: pytest.Config) -> dict[str, str]:
     env = dict(config.stash.get(_CLUSTER_ENV, {}) or {})
     options = options_of(config)
     env["backend"] = str(getattr(options, "backend", None) or "native")
-    from chaos.cluster.sentinel import ENV as TOPOLOGY_ENV  # exported by --chaos-topology
-    env["topology"] = os.environ.get(TOPOLOGY_ENV) or "replica"
+    env["topology"] = str(getattr(options, "topology", None) or "replica")   # --chaos-topology, else $CHAOS_TOPOLOGY
     env["time_scale"] = f"{getattr(options, 'time_scale', None) or 1.0:g}"
     env["seed"] = str(getattr(options, "seed", None))
     runs = getattr(options, "runs", None)

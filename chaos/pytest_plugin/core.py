@@ -49,6 +49,9 @@ class ChaosOptions:
     time_scale: float       # multiplies every duration the framework controls
     backend: str            # native | compose | external
     keep_runs: bool         # keep run dirs of passing runs too
+    topology: str = "replica"       # --chaos-topology, else $CHAOS_TOPOLOGY (sentinel:quorum=2, ...)
+    server: str | None = None       # --chaos-server, else $CHAOS_SERVER; None: none named
+    load_size: str = "ci"           # --chaos-load-size, else $CHAOS_LOAD_SIZE (chaos/expectations/load.py)
 
 
 _OPTIONS = pytest.StashKey[ChaosOptions]()
@@ -70,12 +73,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     from chaos import extensions
-    from chaos.cluster import ClusterError, check_backend
+    from chaos.cluster import ClusterError, configured
     from chaos.errors import BadArguments
     for marker in MARKERS:
         config.addinivalue_line("markers", marker)
-    try:
-        backend = check_backend(settings.value(config, "chaos_backend"))
+    try:   # the plugin's edge: options, else the environment (chaos.cluster.configured)
+        where = configured(settings.value(config, "chaos_backend"), settings.value(config, "chaos_topology"),
+                           settings.value(config, "chaos_server"))
         extensions.load_plugins()   # $CHAOS_PLUGINS: a team's faults, guards, presets (chaos/extensions.py)
     except (ClusterError, BadArguments) as exc:
         raise pytest.UsageError(str(exc)) from None
@@ -90,8 +94,11 @@ def pytest_configure(config: pytest.Config) -> None:
     if seed is None:
         seed = worker_input["chaos_seed"] if worker_input and "chaos_seed" in worker_input \
             else random.SystemRandom().randrange(2**31)
-    config.stash[_OPTIONS] = ChaosOptions(runs=runs, seed=seed, time_scale=scale, backend=backend,
-                                          keep_runs=settings.value(config, "chaos_keep_runs"))
+    config.stash[_OPTIONS] = ChaosOptions(runs=runs, seed=seed, time_scale=scale, backend=where.backend,
+                                          keep_runs=settings.value(config, "chaos_keep_runs"),
+                                          topology=where.topology, server=where.server,
+                                          load_size=settings.value(config, "chaos_load_size")
+                                          or os.environ.get("CHAOS_LOAD_SIZE") or "ci")
 
 
 def options_of(config: pytest.Config) -> ChaosOptions | None:
@@ -110,10 +117,9 @@ def pytest_report_header(config: pytest.Config) -> str | None:
     the framework sees no change); the seed is also printed with the cell summary."""
     if not settings.explicitly_set(config):
         return None
-    from chaos.cluster.servers import ENV as SERVER_ENV
     opts = config.stash[_OPTIONS]
-    return (f"chaos: backend={opts.backend} server={os.environ.get(SERVER_ENV) or 'default'} "
-            f"topology={os.environ.get('CHAOS_TOPOLOGY') or 'replica'} seed={opts.seed} "
+    return (f"chaos: backend={opts.backend} server={opts.server or 'default'} "
+            f"topology={opts.topology} seed={opts.seed} "
             f"time_scale={opts.time_scale} runs={opts.runs or 'suite default'} "
             f"(replay with --chaos-seed={opts.seed})")
 
@@ -141,7 +147,8 @@ def chaos_options(pytestconfig: pytest.Config) -> ChaosOptions:
 def chaos_cluster(pytestconfig: pytest.Config, chaos_options: ChaosOptions) -> Iterator[Cluster]:
     """This worker's topology for the whole session (not reset: use ``chaos_reset_cluster``)."""
     from chaos.cluster import start_cluster
-    topology = start_cluster(chaos_options.backend, cluster_name(pytestconfig))
+    topology = start_cluster(chaos_options.backend, cluster_name(pytestconfig), topology=chaos_options.topology,
+                             server=chaos_options.server)
     try:
         yield topology
     finally:

@@ -1,8 +1,12 @@
 """The options exported to the environment: `--chaos-server`, `--chaos-topology`, `--chaos-load-size`.
 
-Listed in chaos/pytest_plugin/__init__.py's ``pytest_plugins``. Each choice is checked and
-exported in ``pytest_configure``, before pytest-xdist starts its workers, so every worker
-(and every process a test starts) runs the same server, topology and load size:
+Listed in chaos/pytest_plugin/__init__.py's ``pytest_plugins``. The plugin's edge: core.py
+reads the server and topology (option, else the environment) into ``ChaosOptions.server`` /
+``.topology``, checked, and every fixture passes them on as values (``start_cluster(...,
+topology=, server=)``; a cell's CellSpec takes them from the cluster it ran on). Here each
+choice is exported in ``pytest_configure``, before pytest-xdist starts its workers, so every
+worker's own edge reads the same (and every process a test starts runs the same server,
+topology and load size):
 
 * ``--chaos-server redis|valkey`` -> $CHAOS_SERVER (chaos/cluster/servers.py);
 * ``--chaos-topology replica|sentinel[:k=v,...]`` -> $CHAOS_TOPOLOGY (chaos/cluster/sentinel.py;
@@ -27,21 +31,11 @@ SIZES = ("ci", "full")                 # chaos.expectations.load's sizes
 SIZE_ENV = "CHAOS_LOAD_SIZE"
 
 
-def _use_server(chosen: str | None) -> None:
-    from chaos.cluster.servers import UnknownServer, use_server
-    try:
-        use_server(chosen)
-    except UnknownServer as exc:
-        raise pytest.UsageError(str(exc)) from None
-
-
-def _use_topology(chosen: str | None) -> None:
-    from chaos.cluster.errors import ClusterError
-    from chaos.cluster.sentinel import use_topology
-    try:
-        use_topology(chosen)
-    except ClusterError as exc:
-        raise pytest.UsageError(str(exc)) from None
+def _export(env: str) -> Callable[[str | None], None]:
+    def use(chosen: str | None) -> None:     # checked by core.py's pytest_configure (chaos.cluster.configured)
+        if chosen:
+            os.environ[env] = chosen
+    return use
 
 
 def _use_size(chosen: str | None) -> None:
@@ -69,10 +63,10 @@ class Exported:
 
 
 OPTIONS = (  # in the order they are applied
-    Exported("--chaos-server", "CHAOS_SERVER", _use_server,
+    Exported("--chaos-server", "CHAOS_SERVER", _export("CHAOS_SERVER"),
              help=f"Redis-protocol server: {' | '.join(SERVERS)} "
                   f"(default: $CHAOS_SERVER, else $CHAOS_REDIS_SERVER or redis-server on PATH)"),
-    Exported("--chaos-topology", "CHAOS_TOPOLOGY", _use_topology,
+    Exported("--chaos-topology", "CHAOS_TOPOLOGY", _export("CHAOS_TOPOLOGY"),
              help=f"topology: {' | '.join(TOPOLOGIES)}, e.g. sentinel:quorum=2 (default: $CHAOS_TOPOLOGY, else replica)"),
     Exported("--chaos-load-size", SIZE_ENV, _use_size, choices=SIZES, metavar="SIZE", always=True,
              help=f"size of the load cells: ci (2,000 events) or full (10^5 events over 10^3 orders); "

@@ -9,7 +9,6 @@ It must be called while the run dirs still exist (or with `histories` already re
 from __future__ import annotations
 
 import json
-import os
 import time
 import uuid
 from collections.abc import Mapping
@@ -17,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 from chaos.cellspec import NO_FAULT, CellSpec, split_faults
-from chaos.cluster.servers import ENV as SERVER_ENV
 from chaos.results import (INVALID, LOST, REORDERED, STOPPED_CONSUMING, UNEXPECTED, UNKNOWN, VALID, WRONG_FINAL_STATE,
                             CellResult)
 from chaos.history import HistoryError, format_history, history_dir, read_history
@@ -151,7 +149,7 @@ def report_cell(result: CellResult, spec: CellSpec | None = None, *, area: str, 
     allure.dynamic.tag(result.verdict)
     if result.rig_failures:
         allure.dynamic.tag("rig-failure")
-    server = os.environ.get(SERVER_ENV, "")
+    server = spec.server or ""       # the cluster's, filled at the edge (CellSpec.server)
     if server and server != "redis":  # another server's results get their own history, not retries of Redis's
         shown = {**shown, "server": server}
     _hide_other_parameters(set(shown) | {"seed"})

@@ -107,9 +107,12 @@ class Scorecard:
         }
 
 
-def reproduce(command: str, config_path: str, planned: PlannedCell, runs: int, seed: int, time_scale: float) -> str:
-    """The `chaos run` line that replays one cell (backend, topology and server as this process runs them)."""
-    return blackbox_command(command, config_path, [f.text for f in planned.faults], runs, seed, time_scale)
+def reproduce(command: str, config_path: str, planned: PlannedCell, runs: int, seed: int, time_scale: float,
+              cluster: Any = None) -> str:
+    """The `chaos run` line that replays one cell (backend, topology and server: the cluster's it ran on)."""
+    return blackbox_command(command, config_path, [f.text for f in planned.faults], runs, seed, time_scale,
+                            getattr(cluster, "backend", None), topology=getattr(cluster, "topology_text", None),
+                            server=getattr(cluster, "server", None))
 
 
 def run_cell(cluster: Any, command: str, config: WorkerConfig, config_path: str, planned: PlannedCell, *,
@@ -145,7 +148,7 @@ def run_cell(cluster: Any, command: str, config: WorkerConfig, config_path: str,
             cell.runs.extend(one.runs)
         if one.cell.rig_failures or crash_reason(one):
             break           # a broken rig or a consumer that cannot start: further runs say nothing new
-    return finish(cell, planned, samples, reproduce(command, config_path, planned, runs, seed, time_scale),
+    return finish(cell, planned, samples, reproduce(command, config_path, planned, runs, seed, time_scale, cluster),
                   time.monotonic() - started, error)
 
 

@@ -19,7 +19,6 @@ be judged and ``RigFailure`` when the rig broke. It returns the graded
 from __future__ import annotations
 
 import json
-import os
 import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -37,9 +36,12 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", MARKER)
 
 
-def _topology(marker: Any) -> str:
+def _topology(marker: Any, config: pytest.Config) -> str:
+    """The marker's topology, else the session's (--chaos-topology, else $CHAOS_TOPOLOGY: ChaosOptions)."""
+    from chaos.pytest_plugin.core import options_of
     from chaos.scorecard.plan import topology_name
-    given = (marker.kwargs.get("topology") if marker else None) or os.environ.get("CHAOS_TOPOLOGY") or "replica"
+    options = options_of(config)
+    given = (marker.kwargs.get("topology") if marker else None) or getattr(options, "topology", None) or "replica"
     return topology_name(given)
 
 
@@ -51,7 +53,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     from chaos.cellspec import split_specs
     from chaos.scorecard.plan import catalogue
     config = _marked_config(metafunc)
-    cells = [c for c in catalogue(_topology(marker), config) if not c.skipped] if faults == "all" else None
+    cells = [c for c in catalogue(_topology(marker, metafunc.config), config) if not c.skipped] if faults == "all" else None
     specs = [c.spec for c in cells] if cells is not None else split_specs(faults)
     metafunc.parametrize("scorecard_fault", specs, ids=specs)
 
@@ -80,7 +82,7 @@ def scorecard(request: pytest.FixtureRequest, cluster: Any, command: str, config
     from chaos.scorecard.grade import promised
     from chaos.scorecard.plan import plan
     marker = request.node.get_closest_marker("scorecard")
-    cells = plan(fault, _topology(marker), config)     # bad input: refused before anything starts
+    cells = plan(fault, _topology(marker, request.config), config)     # bad input: refused before anything starts
     if len(cells) != 1:
         raise pytest.UsageError(f"blackbox.scorecard({fault!r}): give one cell's spec, e.g. one of "
                                 f"{', '.join(c.spec for c in cells)}")

@@ -10,7 +10,8 @@ from __future__ import annotations
 import pytest
 
 from chaos.cellrun import CellRun
-from chaos.expectations.load import CELLS, SIZE
+from chaos.expectations.load import cells, load_size
+from chaos.pytest_plugin.core import options_of
 
 
 def fault_hit(outcome: CellRun, run: int) -> list[str]:
@@ -32,11 +33,18 @@ def fault_hit(outcome: CellRun, run: int) -> list[str]:
     return missing
 
 
-@pytest.mark.parametrize("cell", CELLS, ids=[c.test_id for c in CELLS])
-def test_load_cell(cell, chaos_cell) -> None:
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """The session's size's cells (--chaos-load-size, else $CHAOS_LOAD_SIZE: the plugin's ChaosOptions)."""
+    if "cell" in metafunc.fixturenames:
+        size_cells = cells(load_size(options_of(metafunc.config).load_size))
+        metafunc.parametrize("cell", size_cells, ids=[c.test_id for c in size_cells])
+
+
+def test_load_cell(cell, chaos_cell, chaos_options) -> None:
     outcome = chaos_cell(cell, check=False)
+    total = load_size(chaos_options.load_size).total
     for run in range(len(outcome.histories)):
         missing = fault_hit(outcome, run)
-        assert not missing, f"run {run} of {cell.test_id} ({SIZE.total} events): {missing}; {outcome.figures()}"
+        assert not missing, f"run {run} of {cell.test_id} ({total} events): {missing}; {outcome.figures()}"
     outcome.check()
     print(f"{cell.test_id}: {outcome.figures()} in {outcome.result.wall_s:.1f} s")

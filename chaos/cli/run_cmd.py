@@ -13,6 +13,7 @@ import os
 import shutil
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -68,23 +69,28 @@ def cell_spec(preset: str, faults: list[str], parts: dict[str, str], runs: int, 
                           topology=topology, server=server)
 
 
-def _check_inputs(spec: CellSpec) -> Any:
-    """The strategy, once every fault fits it (BadArguments naming the fix, before a server starts)."""
+@dataclass(frozen=True)
+class Checked:
+    """What the edge checked before a server starts: the strategy, and the rig components the
+    configured faults may take down (Fault.takes_down)."""
+
+    strategy: Any
+    spared: frozenset[str]
+
+
+def _check_inputs(spec: CellSpec) -> Checked:
+    """The strategy, once every fault fits it (BadArguments naming the fix, before a server starts).
+    Each fault is made once here, checked and asked what it takes down."""
     from chaos.cluster import DEFAULT_BACKEND
     from chaos.strategies.presets import resolve
     from faults.interface import Plan
     from faults.registry import make_fault
     strategy = resolve(spec.preset, parts=spec.part_texts)
     plan = Plan(strategy=strategy, backend=spec.backend or DEFAULT_BACKEND)
-    for fault in spec.faults:
-        make_fault(fault).check(plan)
-    return strategy
-
-
-def _spared(spec: CellSpec) -> set[str]:
-    """The rig components the configured faults may take down (Fault.takes_down)."""
-    from faults.registry import make_fault
-    return set().union(*(make_fault(fault).takes_down for fault in spec.faults))
+    made = [make_fault(fault) for fault in spec.faults]
+    for fault in made:
+        fault.check(plan)
+    return Checked(strategy, frozenset().union(*(fault.takes_down for fault in made)))
 
 
 def _replay(spec: CellSpec) -> str:
@@ -97,18 +103,19 @@ def _expectation(spec: CellSpec) -> Any:
 
 
 def run_one_cell(cluster: Any, spec: CellSpec, trace: bool, runs_root: Path,
-                 named: list[Path] | None = None) -> tuple[dict, int]:
+                 named: list[Path] | None = None, checked: Checked | None = None) -> tuple[dict, int]:
     """Run a cell and build its JSON object and exit code; keeps the run dirs of a failed cell
     (added to `named`, the dirs this command has named), then bounds the runs root."""
-    out, code, _ = run_judged_cell(cluster, spec, trace, runs_root, named)
+    out, code, _ = run_judged_cell(cluster, spec, trace, runs_root, named, checked)
     return out, code
 
 
 def run_judged_cell(cluster: Any, spec: CellSpec, trace: bool, runs_root: Path,
-                    named: list[Path] | None = None) -> tuple[dict, int, Any]:
-    """`run_one_cell`, also returning the CellRun (chaos.cellrun: the runner the fixture uses)."""
+                    named: list[Path] | None = None, checked: Checked | None = None) -> tuple[dict, int, Any]:
+    """`run_one_cell`, also returning the CellRun (chaos.cellrun: the runner the fixture uses);
+    `checked`: what `_check_inputs` gave at the edge (else it is checked here)."""
     from chaos.cellrun import run_judged
-    strategy = _check_inputs(spec)
+    checked = checked or _check_inputs(spec)
     expected = _expectation(spec)
     label = spec.preset_text
     runs, seed, time_scale = spec.runs, spec.seed, spec.time_scale
@@ -144,8 +151,8 @@ def run_judged_cell(cluster: Any, spec: CellSpec, trace: bool, runs_root: Path,
     failures.crash_site.run_dir, failures.crash_site.cell_json = root, partial
     failures.crash_site.runs_done = 0
     try:
-        with failures.watching(cluster, _spared(spec)):
-            judged = run_judged(cluster, spec, expected=expected, strategy=strategy, run_root=root,
+        with failures.watching(cluster, checked.spared):
+            judged = run_judged(cluster, spec, expected=expected, strategy=checked.strategy, run_root=root,
                                 keep_runs="always", progress=progress, raise_fault_errors=False,
                                 trace=(lambda line: print(line, file=sys.stderr)) if trace else None)
     finally:
@@ -224,12 +231,12 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise BadArguments('give --preset NAME (see `python -m chaos list`) or --worker-cmd "..." --worker-config FILE')
     spec = cell_spec(args.preset, args.fault or [], _parts(args.part), runs, args.seed, scale, args.backend,
                      args.topology, args.server)
-    _check_inputs(spec)
+    checked = _check_inputs(spec)
     root = _runs_root(args)
     failures.crash_site.partial_json = lambda broken: (failures.crash_site.cell_json
                                                        and failures.crash_site.cell_json(broken))
     with _start_cluster(args) as cluster:
-        out, code = run_one_cell(cluster, spec, args.trace, root)
+        out, code = run_one_cell(cluster, spec, args.trace, root, checked=checked)
     if args.json:
         print(json.dumps(out, default=str))
     else:
@@ -269,8 +276,7 @@ def cmd_matrix(args: argparse.Namespace) -> int:
     scale = _positive(str(args.time_scale), "--time-scale")
     specs = [cell.spec.but(runs=runs or cell.runs, seed=args.seed, time_scale=scale, **_rig(args))
              for cell in planned]
-    for spec in specs:
-        _check_inputs(spec)
+    checks = [_check_inputs(spec) for spec in specs]
     if args.out:
         _writable(Path(args.out).parent, f"--out {args.out}", "give a path in a writable dir")
     root = _runs_root(args)
@@ -283,9 +289,9 @@ def cmd_matrix(args: argparse.Namespace) -> int:
 
     failures.crash_site.partial_json = partial
     with _start_cluster(args) as cluster:
-        for cell, spec in zip(planned, specs, strict=True):
+        for cell, spec, checked in zip(planned, specs, checks, strict=True):
             failures.crash_site.cell_json = None
-            out, code, judged = run_judged_cell(cluster, spec, False, root, named)
+            out, code, judged = run_judged_cell(cluster, spec, False, root, named, checked)
             row = matrix_row(judged.row, out, area=cell.area)
             cells.append(row)
             worst = max(worst, code)

@@ -83,7 +83,7 @@ class CellSpec:
     preset: Spec
     faults: tuple[Spec, ...] = ()
     parts: tuple[tuple[str, Spec], ...] = ()
-    topology: str | None = None      # None: the topology the run is on (replayed from $CHAOS_TOPOLOGY)
+    topology: str | None = None      # as --topology writes it; filled at the edge from the cluster (None: replica)
     server: str | None = None        # None: no --server named
     backend: str | None = None
     time_scale: float = 1.0

@@ -142,6 +142,21 @@ def test_a_sentinel_that_never_elects_fails_the_fault_with_its_log(sentinel_clus
     assert cluster.node_role("a") == "master", "heal must start the killed primary again"
 
 
+def test_a_cell_names_the_topology_it_ran_on_not_the_shells(sentinel_cluster, chaos_options, monkeypatch):
+    """A cell's CellSpec takes its backend, topology and server from the cluster it runs on, so a
+    suite standing on a topology of its own (suites/sentinel) replays on it, whatever the shell says."""
+    import shutil
+
+    from chaos import cellrun
+    monkeypatch.setenv(ENV, "replica")
+    outcome = cellrun.run(cellrun.as_cell("s1", runs=1), sentinel_cluster, chaos_options, fixed_runs=True,
+                          expected=False)
+    shutil.rmtree(outcome.run_root, ignore_errors=True)
+    assert (outcome.spec.backend, outcome.spec.topology, outcome.spec.server) == (
+        "native", "sentinel", sentinel_cluster.server)
+    assert "--backend native --topology sentinel" in outcome.row["reproduce"], outcome.row["reproduce"]
+
+
 def test_promote_replica_is_refused_on_the_sentinel_topology(sentinel_cluster):
     with pytest.raises(Unsupported, match="sentinel-failover"):
         sentinel_cluster.promote_replica()

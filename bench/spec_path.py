@@ -6,7 +6,8 @@
 Runs the cell for real (a native cluster, worker processes) with a profiler on every thread
 of this process, and records each call of a function under chaos/ or faults/ that is handed
 the fault: an argument (not `self`) that is the fault text, a `Spec` or `CellSpec` holding it,
-a `Fault` made from it, or a list, tuple or argparse namespace holding one of those (a dict
+a `Fault` made from it, or a list, tuple, dataclass (a `Cell`, a `CellRun`) or argparse
+namespace holding one of those (a dict
 counts only for the objects: the text echoed in a history op or a fault's record is output,
 not the parameter).
 Consecutive calls in one module are one visit. Prints one JSON object:
@@ -22,6 +23,7 @@ Worker processes (across the fork server) are not traced: they get a WorkerSpec,
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import sys
@@ -58,6 +60,8 @@ def _holds(value: Any, depth: int = 0, in_dict: bool = False) -> bool:
         return any(_holds(v, depth + 1, True) for v in list(value.values())[:20])
     if isinstance(value, argparse.Namespace):
         return any(_holds(v, depth + 1, in_dict) for v in vars(value).values())
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):   # a Cell, a CellRun, a PlannedRow
+        return any(_holds(getattr(value, f.name, None), depth + 1, in_dict) for f in dataclasses.fields(value))
     return False
 
 

@@ -53,9 +53,14 @@ def _faults(args: argparse.Namespace) -> list[str]:
     return [given] if isinstance(given, str) else list(given)
 
 
+def _where(args: argparse.Namespace) -> dict[str, str | None]:
+    """The topology and server the edge read into ``args`` (a caller's own Namespace may name neither)."""
+    return {"topology": getattr(args, "topology", None), "server": getattr(args, "server", None)}
+
+
 def reproduce(args: argparse.Namespace, faults: list[str], seed: int) -> str:
     return blackbox_command(args.worker_cmd, args.worker_config, faults, args.runs, seed, args.time_scale,
-                            args.backend, topology=args.topology, server=args.server)
+                            args.backend, **_where(args))
 
 
 def to_json(cell: BlackBoxRuns, *, args: argparse.Namespace, seed: int, wall_s: float, run_dir: Any) -> dict:
@@ -92,8 +97,8 @@ def run_from_args(args: argparse.Namespace) -> int:
     say = (lambda line: None) if quiet else (lambda line: print(line, file=sys.stderr, flush=True))
     t0 = time.monotonic()
     root, run_root, cluster = options.start_in_run_dir(
-        args, "blackbox", lambda: failures.start_topology(args.backend, f"bb-{os.getpid()}-{uuid.uuid4().hex[:6]}",
-                                                            topology=args.topology, server=args.server))
+        args, "blackbox",
+        lambda: failures.start_topology(args.backend, f"bb-{os.getpid()}-{uuid.uuid4().hex[:6]}", **_where(args)))
     failures.crash_site.run_dir = run_root
     data: dict | None = None
     try:

@@ -36,3 +36,28 @@ def test_a_pair_without_a_value_is_refused_with_the_shape_to_write(kind: str) ->
     key = pair.partition("=")[0]
     with pytest.raises(BadArguments, match=f"'{key}' is not k=v; write e.g. {name}:{key}=VALUE"):
         parse(f"{name}:{key}")
+
+
+@pytest.mark.parametrize("faults", [
+    ["nemesis:faults=latency/pause,window_ms=200", "kill-consumer:at_ms=5"],
+    ["kill-consumer", "nemesis:faults=pause"],
+])
+def test_a_list_inside_a_spec_survives_a_cells_fault_text(faults: list[str]) -> None:
+    """`+` joins a cell's faults (the summary row's `fault`, `matrix --faults a+b`) and `/` a list
+    parameter's items, so reading a cell's fault text back gives the same faults and the same values."""
+    from chaos.cellspec import CellSpec, split_faults
+    cell = CellSpec.parse("s1", faults)
+    again = CellSpec.parse("s1", split_faults(cell.fault_text))
+    assert again == cell and again.fault_texts == faults
+    nemesis = next(get_fault(text) for text in faults if text.startswith("nemesis"))
+    assert nemesis.spec == next(text for text in faults if text.startswith("nemesis"))
+
+
+@pytest.mark.parametrize("spec, fix", [
+    ("nemesis:faults=latency+pause", "write faults=latency/pause"),
+    ("p1-per-key:rollback=e2-2+e3-1", "write rollback=e2-2/e3-1"),
+])
+def test_plus_inside_a_spec_is_refused_naming_the_slash(spec: str, fix: str) -> None:
+    parse = get_fault if spec.startswith("nemesis") else resolve
+    with pytest.raises(BadArguments, match=f"joined by '/', not '\\+'.*{fix}"):
+        parse(spec)

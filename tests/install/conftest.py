@@ -8,6 +8,7 @@ from install_helpers import build_wheel
 
 
 @pytest.fixture(scope="session")
-def chaos_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """This working tree's wheel, built once per session (per xdist worker)."""
-    return build_wheel(tmp_path_factory.mktemp("wheel"))
+def chaos_wheel(shared_once) -> Path:
+    """This working tree's wheel, built once per session (xdist workers share it: the root
+    conftest's `shared_once`)."""
+    return Path(shared_once("chaos-wheel", lambda folder: str(build_wheel(folder))))

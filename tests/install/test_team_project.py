@@ -41,26 +41,34 @@ def _run_unrelated(python: Path, workdir: Path) -> tuple[str, dict]:
     results = [json.loads(p.read_text()) for p in (workdir / "ar").glob("*-result.json")]
     seen = [(r["name"], r["status"], sorted((lab["name"], lab["value"]) for lab in r["labels"]
                                             if lab["name"] not in ("host", "thread"))) for r in results]
-    return out, {"files": files, "results": seen}
+    return out, json.loads(json.dumps({"files": files, "results": seen}))   # as the shared build hands it back
 
 
 @pytest.fixture(scope="module")
-def team_venv(chaos_wheel, tmp_path_factory):
+def team_venv(chaos_wheel, shared_once):
     """A fresh venv outside the checkout: the unrelated project run once with pytest and
-    allure-pytest alone, then the wheel installed (and the team project, which depends on it)."""
-    where = tmp_path_factory.mktemp("team-venv")
-    python = make_venv(where / "venv", "pytest>=8", "pytest-xdist>=3.5", "allure-pytest>=2.13", "setuptools>=61", "wheel")
-    before = _run_unrelated(python, where / "unrelated")
-    team = where / "team-project"
-    shutil.copytree(TEAM, team, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info", "build"))
-    done = subprocess.run([str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", str(chaos_wheel)],
-                          capture_output=True, text=True, timeout=900, env=clean_env(python.parent.parent))
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    done = subprocess.run([str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check",
-                           "--no-build-isolation", str(team)],
-                          capture_output=True, text=True, timeout=900, env=clean_env(python.parent.parent))
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    return python, where, before
+    allure-pytest alone, then the wheel installed (and the team project, which depends on it).
+    Built once per session (`shared_once`): each of the three tests here used to build its own
+    on its own xdist worker, about 60 s each. Each test writes only in its own subdir
+    (`unrelated` again, or the team project's run) and reads the venv."""
+    def build(where: Path) -> dict:
+        python = make_venv(where / "venv", "pytest>=8", "pytest-xdist>=3.5", "allure-pytest>=2.13", "setuptools>=61",
+                           "wheel")
+        before = _run_unrelated(python, where / "unrelated")
+        team = where / "team-project"
+        shutil.copytree(TEAM, team, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info", "build"))
+        done = subprocess.run([str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check",
+                               str(chaos_wheel)],
+                              capture_output=True, text=True, timeout=900, env=clean_env(python.parent.parent))
+        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+        done = subprocess.run([str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check",
+                               "--no-build-isolation", str(team)],
+                              capture_output=True, text=True, timeout=900, env=clean_env(python.parent.parent))
+        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+        return {"python": str(python), "where": str(where), "before": list(before)}
+
+    built = shared_once("team-venv", build)
+    return Path(built["python"]), Path(built["where"]), tuple(built["before"])
 
 
 def test_an_unrelated_project_sees_no_change(team_venv):

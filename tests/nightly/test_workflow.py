@@ -126,7 +126,19 @@ def test_the_workflow_parses_and_is_scheduled_and_manual_with_a_typed_input():
     assert len(schedule["cron"].split()) == 5
     runs = triggers["workflow_dispatch"]["inputs"]["runs"]
     assert runs["type"] == "number" and runs["default"] == 10
-    assert set(doc["jobs"]) == {"durations", "shard", "merge", "pages"}
+    assert set(doc["jobs"]) == {"durations", "shard", "merge", "pages", "quick-start"}
+
+
+def test_the_nightly_runs_the_quick_start_in_a_fresh_clone_that_ci_only_collects():
+    """CI runs the README's quick start in a fresh clone collect-only (its 18 failover cells run
+    in the suite itself); the whole command, cells and all, runs here every night."""
+    job = workflow()["jobs"]["quick-start"]
+    [step] = [s for s in job["steps"] if "fresh_clone" in s.get("run", "")]
+    assert step["env"] == {"CHAOS_FRESH_CLONE_TEST": "1"}
+    assert "tests/install/test_setup_script.py" in step["run"]
+    assert any("scripts/setup.sh" in s.get("run", "") for s in job["steps"])
+    ci_lines = [line for line in (ROOT / ".ci" / "run").read_text().splitlines() if not line.lstrip().startswith("#")]
+    assert not [line for line in ci_lines if "FRESH_CLONE" in line], "CI does not run the 18 cells twice"
 
 
 def test_the_durations_are_fetched_once_and_every_shard_checks_it_split_by_that_file():

@@ -37,7 +37,7 @@ import pytest
 
 from chaos.blackbox import expect as expectations
 from chaos.blackbox.config import WorkerConfig, load_config, parse_config
-from chaos.blackbox.session import BlackBoxRuns, run_blackbox
+from chaos.blackbox.session import BlackBoxRuns, parse_faults, run_blackbox
 from chaos.cellspec import CellSpec, Spec
 from chaos.errors import RigFailure
 from chaos.expectations.table import UnknownVerdict
@@ -77,7 +77,7 @@ def blackbox_runner(request: pytest.FixtureRequest, cluster: Any, chaos_options:
                                     "config=...))")
         cfg = _config(config, root)
         bounds = {**cfg.expect, **{k: expectations.parse_bound(k, v) for k, v in (expect or {}).items()}}
-        faults = [fault] if isinstance(fault, str) else list(fault or [])
+        faults = parse_faults([fault] if isinstance(fault, str) else list(fault or []))   # the edge
         runs = getattr(chaos_options, "runs", None) or runs or 1  # --chaos-runs overrides a test's default
         seed = _option(chaos_options, "seed", 0) if seed is None else seed
         time_scale = time_scale or _option(chaos_options, "time_scale", 1.0)
@@ -87,7 +87,7 @@ def blackbox_runner(request: pytest.FixtureRequest, cluster: Any, chaos_options:
         first[0] = False
         again = None
         if isinstance(config, (str, Path)):
-            again = blackbox_command(_text(command), str(config), cell.faults, runs, seed, time_scale,
+            again = blackbox_command(_text(command), str(config), cell.fault_texts, runs, seed, time_scale,
                                      cluster.backend, topology=cluster.topology_text, server=cluster.server)
         row = report(cell, area=area, command=_text(command), bounds=bounds, seed=seed, time_scale=time_scale,
                      wall_s=time.monotonic() - t0, reproduce=again, cluster=cluster)
@@ -138,7 +138,7 @@ def report(cell: BlackBoxRuns, *, area: str, command: str, bounds: dict, seed: i
     result.wall_s = wall_s
     expected = expectations.expectation(bounds, cell.extra)
     # the consumer's own command names the cell (a name, not a preset spec: never parsed)
-    spec = CellSpec(Spec(command), tuple(Spec.parse(f, "fault spec") for f in cell.faults),
+    spec = CellSpec(Spec(command), tuple(cell.faults),
                     runs=result.run_count, seed=seed, time_scale=time_scale,
                     backend=getattr(cluster, "backend", None), topology=getattr(cluster, "topology_text", None),
                     server=getattr(cluster, "server", None))

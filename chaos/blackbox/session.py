@@ -25,6 +25,7 @@ import sys
 import time
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
+from collections.abc import Iterable, Sequence
 from typing import Any, Callable
 
 import redis
@@ -40,6 +41,7 @@ from chaos.blackbox.redis_state import StreamState, read_stream_state
 from chaos.blackbox.verdict import (OBSERVER, BlackBoxRun, check_blackbox_run, final_rows,
                                     wall_to_monotonic)
 from chaos.blackbox.workers import TAIL_LINES, WorkerPool, parse_command
+from chaos.cellspec import NO_FAULT, Spec
 from chaos.checker import check_run, summarize
 from chaos.results import CellResult, FinalState, Phase
 from chaos.errors import BadArguments
@@ -83,9 +85,13 @@ class BlackBoxRuns:
 
     command: list[str]
     config: WorkerConfig
-    faults: list[str]
+    faults: tuple[Spec, ...]     # parsed at the edge (preflight); `fault_texts` as written back
     runs: list[BlackBoxRun] = field(default_factory=list)
     phases: list[Phase] = field(default_factory=list)    # of every run, the orchestrator's names
+
+    @property
+    def fault_texts(self) -> list[str]:
+        return [f.text for f in self.faults]
 
     @property
     def cell(self) -> CellResult:
@@ -114,15 +120,16 @@ class BlackBoxRuns:
 BlackBoxCell = BlackBoxRuns   # its earlier name (chaos/scorecard imports it so)
 
 
-def load_faults(specs: list[str], workers: list[str]) -> list[Any]:
-    """Parse and check the faults against what a black-box run starts (before anything starts)."""
-    from faults import get_fault
+def load_faults(specs: Sequence[Spec], workers: list[str]) -> list[Any]:
+    """Make (faults.registry.make_fault, no text parsed) and check the faults against what a
+    black-box run starts (before anything starts)."""
+    from faults.registry import make_fault
 
     plan = Plan(roles={"consumer": workers, "producer": [PRODUCER]},
                 failpoints={"consumer": set(), "producer": set()})
     out = []
     for spec in specs:
-        fault = get_fault(spec)
+        fault = make_fault(spec)
         try:
             fault.check(plan)
         except BadArguments as exc:
@@ -137,7 +144,7 @@ def load_faults(specs: list[str], workers: list[str]) -> list[Any]:
 class _Run:
     """The resources of one run, released in reverse order whatever happens."""
 
-    def __init__(self, cluster: Any, argv: list[str], config: WorkerConfig, fault_specs: list[str],
+    def __init__(self, cluster: Any, argv: list[str], config: WorkerConfig, fault_specs: Sequence[Spec],
                  run: int, seed: int, time_scale: float, run_dir: Path, log: Callable[[str], None],
                  trace: Callable[[str], None] | None = None, cwd: Path | None = None,
                  began: float | None = None) -> None:
@@ -430,11 +437,19 @@ def apply_migration(pg: Any, path: Path) -> None:
         raise ConfigError(f"[worker] schema {path} failed on the fresh database: {exc}".strip()) from None
 
 
-def preflight(command: str | list[str], config: WorkerConfig, faults: list[str] = (),
-              runs: int = 1) -> tuple[list[str], list[str]]:
-    """Every check that needs no server: the command, the faults, the run count."""
+def parse_faults(texts: Iterable[str | Spec]) -> tuple[Spec, ...]:
+    """The edge: fault texts as given (`kill-consumer:at=time`; `none` and empty ones dropped)
+    -> parsed Specs (BadArguments naming the fix on bad syntax). Specs pass as they are."""
+    return tuple(t if isinstance(t, Spec) else Spec.parse(t, "fault spec")
+                 for t in texts if isinstance(t, Spec) or (t and t != NO_FAULT))
+
+
+def preflight(command: str | list[str], config: WorkerConfig, faults: Iterable[str | Spec] = (),
+              runs: int = 1) -> tuple[list[str], tuple[Spec, ...]]:
+    """Every check that needs no server (the edges call it): the command, the faults (texts
+    parsed here, once), the run count. Returns the argv and the parsed fault specs."""
     argv = parse_command(command)
-    fault_specs = [f for f in faults if f and f != "none"]
+    fault_specs = parse_faults(faults)
     loaded = load_faults(fault_specs, [f"C{i}" for i in range(1, config.worker.processes + 1)])
     if config.poison is None and any(f.name == "poison" for f in loaded):
         raise BadArguments("fault 'poison:source=config' publishes the payload the worker config declares, and "
@@ -445,7 +460,7 @@ def preflight(command: str | list[str], config: WorkerConfig, faults: list[str] 
     return argv, fault_specs
 
 
-def run_blackbox(cluster: Any, command: str | list[str], config: WorkerConfig, *, faults: list[str] = (),
+def run_blackbox(cluster: Any, command: str | list[str], config: WorkerConfig, *, faults: Sequence[Spec] = (),
                  runs: int = 1, seed: int = 0, time_scale: float = 1.0, run_root: Path | None = None,
                  log: Callable[[str], None] | None = None, trace: Callable[[str], None] | None = None,
                  reset: bool = True, cwd: Path | None = None) -> BlackBoxRuns:
@@ -453,8 +468,13 @@ def run_blackbox(cluster: Any, command: str | list[str], config: WorkerConfig, *
 
     ``reset`` resets the cluster before each run (the first included); pass False for the
     first run when the caller got a freshly reset cluster (the pytest ``cluster`` fixture).
-    The workers run in ``cwd`` (default: the current directory).
+    The workers run in ``cwd`` (default: the current directory). ``faults`` are parsed specs
+    (made at the edge: ``preflight`` or ``parse_faults``); a fault is made from each per run.
     """
+    texts = [f for f in faults if not isinstance(f, Spec)]
+    if texts:
+        raise BadArguments(f"run_blackbox(faults={texts!r}): give parsed specs, made once at the edge: "
+                           "chaos.blackbox.session.parse_faults([...]) (or preflight(...)'s second value)")
     argv, fault_specs = preflight(command, config, faults, runs)
     root = Path(run_root or runs_dir(cluster))
     say = log or (lambda _line: None)

@@ -66,10 +66,10 @@ def reproduce(args: argparse.Namespace, faults: list[str], seed: int) -> str:
 def to_json(cell: BlackBoxRuns, *, args: argparse.Namespace, seed: int, wall_s: float, run_dir: Any) -> dict:
     """The run command's JSON object, plus a ``blackbox`` section with the extra figures."""
     exp = expect.expectation(cell.config.expect, cell.extra)
-    faults = cell.faults or ["none"]
+    faults = cell.fault_texts or ["none"]
     out = cell.cell.to_json(preset=PRESET_LABEL, fault="+".join(faults), seed=seed,
-                            time_scale=args.time_scale, expected=exp,
-                            wall_s=round(wall_s, 3), run_dir=run_dir, reproduce=reproduce(args, cell.faults, seed))
+                            time_scale=args.time_scale, expected=exp, wall_s=round(wall_s, 3), run_dir=run_dir,
+                            reproduce=reproduce(args, cell.fault_texts, seed))
     out.update(cell.extra.as_dict())
     out["stalled_after_heal_s"] = cell.stalled_after_heal_s
     out["blackbox"] = {"worker_cmd": args.worker_cmd, "worker_config": args.worker_config,
@@ -90,8 +90,7 @@ def exit_code(data: dict) -> int:
 def run_from_args(args: argparse.Namespace) -> int:
     """Start a topology, run the cell, print, return the exit code."""
     config = load_config(args.worker_config)  # bad input: exit 254 before anything starts
-    faults = _faults(args)
-    preflight(args.worker_cmd, config, faults, args.runs)
+    _, faults = preflight(args.worker_cmd, config, _faults(args), args.runs)   # the edge: parsed once
     seed = args.seed
     quiet = args.json and not args.trace
     say = (lambda line: None) if quiet else (lambda line: print(line, file=sys.stderr, flush=True))

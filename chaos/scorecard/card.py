@@ -121,7 +121,7 @@ def run_cell(cluster: Any, command: str, config: WorkerConfig, config_path: str,
              interval_s: float = 0.1) -> ScoreCell:
     """``runs`` runs of one fault, sampled and graded."""
     say = log or (lambda _line: None)
-    faults = [f.text for f in planned.faults]     # the black-box session's own fault spelling
+    faults = tuple(planned.faults)     # parsed by the plan (the edge)
     started = time.monotonic()
     cell: BlackBoxCell | None = None
     samples: list[list[Sample]] = []

@@ -101,7 +101,7 @@ def _workers(config: WorkerConfig | None) -> list[str]:
 def _fits(spec: Spec, config: WorkerConfig | None) -> str:
     """'' when the spec can act on this black-box run, else the reason it cannot."""
     try:
-        load_faults([spec.text], _workers(config))
+        load_faults([spec], _workers(config))
     except BadArguments as exc:
         return str(exc)
     return ""

@@ -13,7 +13,7 @@ import pytest
 
 from chaos import extensions
 from chaos.blackbox.config import load_config
-from chaos.blackbox.session import run_blackbox
+from chaos.blackbox.session import parse_faults, run_blackbox
 from chaos.orchestrator import run_cell
 from chaos.orchestrator.phaseclock import PHASES
 from chaos.params import Param
@@ -62,7 +62,7 @@ def test_a_failing_fault_is_healed_and_named_the_same_by_both_runners(refuses, c
     assert len(Refuses.heals) == 1
 
     config = load_config(ROOT / "examples/redis_py_cas.toml")
-    box = run_blackbox(cluster, "python -m examples.redis_py_cas", config, faults=[spec], cwd=ROOT)
+    box = run_blackbox(cluster, "python -m examples.redis_py_cas", config, faults=parse_faults([spec]), cwd=ROOT)
     assert box.cell.verdict == "unknown" and REASON in box.cell.unknown_reasons, box.cell.unknown_reasons
     assert fault_reasons(box.cell) == fault_reasons(cell)
     assert len(Refuses.heals) == 2

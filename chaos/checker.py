@@ -135,7 +135,6 @@ class _RunScan:
         self.events: dict[str, _Event] = _Events()
         # key -> (order, version, event, seq): see _apply
         self.writes: dict[str, list[tuple[float, Any, str, int | None]]] = defaultdict(list)
-        self.applied_versions: dict[str, list] = {}  # filled by order_writes(), in applied order
         self.reorders: dict[str, int] = {}
         self.reorder_examples: dict[str, list[str]] = {}  # the late writes' events
         self.fault_started = False
@@ -278,8 +277,6 @@ class _RunScan:
         sort keeps the ops' order on ties)."""
         for key, writes in self.writes.items():
             writes.sort(key=_SEQ if all(w[3] is not None for w in writes) else _ORDER)
-            versions = [w[1] for w in writes]
-            self.applied_versions[key] = versions
             top = None
             late: list[str] = []
             n = 0
@@ -299,6 +296,11 @@ class _RunScan:
             if n:
                 self.reorders[key] = n
                 self.reorder_examples[key] = late
+
+    def applied_versions(self, key: str) -> list:
+        """The key's applied versions in applied order (after order_writes; made when an anomaly
+        names them, not kept: with a key per event that was a list per event)."""
+        return [w[1] for w in self.writes.get(key, ())]
 
 
 IN_STREAM, PENDING, UNDELIVERED, OUTBOX, INTENDED = 1, 2, 4, 8, 16
@@ -360,7 +362,7 @@ def _check_run(history: Iterable[dict], final: FinalState, run: int, reasons: li
                                history if again is None else again, consumers_live)
     for key, n in scan.reorders.items():
         counts.reordered += n
-        anomalies.add(REORDERED, key, count=n, versions=scan.applied_versions[key],
+        anomalies.add(REORDERED, key, count=n, versions=scan.applied_versions(key),
                       examples=scan.reorder_examples[key],
                       detail="a version older than one already applied was written")
     final_state = {str(k): _status_version(row) for k, row in final.rows.items()}
@@ -490,7 +492,7 @@ def _count_events(scan: _RunScan, intended: int, stopped: set[str], counts: Coun
             if kind == DUPLICATED and any(e in concurrent for e in eids):
                 detail += "; " + concurrent[next(e for e in sorted(eids) if e in concurrent)]
             anomalies.add(kind, key, count=len(eids), examples=eids,
-                          versions=scan.applied_versions.get(key, []), detail=detail)
+                          versions=scan.applied_versions(key), detail=detail)
     return top_by_key
 
 
@@ -527,7 +529,7 @@ def _check_final_state(top_by_key: dict[str, tuple[Any, str | None, str] | None]
             if anomalies.counted_only(WRONG_FINAL_STATE):
                 continue
             anomalies.add(WRONG_FINAL_STATE, key, examples=[top_eid],
-                          versions=scan.applied_versions.get(key, []),
+                          versions=scan.applied_versions(key),
                           detail=f"expected {top_etype} (v={top_version}), final "
                                  f"{row.get('status')} (v={row.get('version')})"
                                  + (UNSETTLED_NOTE if unsettled else STOPPED_NOTE if is_stopped else ""))

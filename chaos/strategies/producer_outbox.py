@@ -94,7 +94,7 @@ class OutboxProducer(Producer):
             by_service[ev.producer].append(ev)
         self.check_events(events)
         services = [ProcessPlan(name, WRITER_ROLE, PRODUCER,
-                                {"events": [e.to_dict() for e in evs], "rollback": self.rolled_back()})
+                                {"events": [e.to_row() for e in evs], "rollback": self.rolled_back()})
                     for name, evs in sorted(by_service.items())]
         config = self.config().__dict__
         relays = [ProcessPlan(dispatcher_name(n), DISPATCHER_ROLE, DISPATCHER_KIND, {"dispatcher": dict(config)},

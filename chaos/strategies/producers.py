@@ -46,7 +46,7 @@ class Producer(Part):
         for ev in events:
             by_producer[ev.producer].append(ev)
         return [ProcessPlan(name, "producer", PRODUCER,
-                            {"producer": self.to_spec(), "events": [e.to_dict() for e in evs]}, gated=True)
+                            {"producer": self.to_spec(), "events": [e.to_row() for e in evs]}, gated=True)
                 for name, evs in sorted(by_producer.items())]
 
 

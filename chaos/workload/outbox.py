@@ -180,7 +180,7 @@ def producer_main(env: WorkerEnv) -> int:
     the row may or may not exist; the final outbox decides).
     """
     rollback = set(env.spec.get("rollback") or ())
-    events = sorted((Event.from_dict(e) for e in env.spec["events"]), key=lambda e: e.at_ms)
+    events = sorted((Event.from_plan(e) for e in env.spec["events"]), key=lambda e: e.at_ms)
     create_schema(env.pg())
     for ev in events:
         if env.stopping:

@@ -192,7 +192,7 @@ def main(env: WorkerEnv) -> int:
     delays = part.retry_delays_ms()
     queue: list[tuple[float, int, int, float, Event]] = []  # (due offset ms, seq, attempt, first ms, event)
     for seq, data in enumerate(env.spec["events"]):
-        ev = Event.from_dict(data)
+        ev = Event.from_plan(data)
         queue.append((ev.at_ms, seq, 1, ev.at_ms, ev))
     heapq.heapify(queue)
     seq = len(queue)

@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import random
+
+import pytest
 from collections import defaultdict
 
 from chaos.strategies.delivery.sharded import shard_of, shard_stream
@@ -83,3 +85,12 @@ def test_event_fields_round_trip():
     ev = Event("e1-2", "1", "paid", 2, 12.5, poison=True)
     back = Event.from_fields(ev.fields(), "orders")
     assert (back.event_id, back.version, back.cost_ms, back.poison, back.stream) == ("e1-2", 2, 12.5, True, "orders")
+
+
+def test_a_plan_row_round_trips_through_json_and_a_dict_plan_still_reads():
+    import orjson
+    ev = Event("e1-2", "1", "paid", 2, 12.5, 3.0, "P-b", True, "orders", "old")
+    assert Event.from_plan(orjson.loads(orjson.dumps(ev.to_row()))) == ev
+    assert Event.from_plan(ev.to_dict()) == ev
+    with pytest.raises(ValueError, match="to_row"):
+        Event.from_plan(["e1-2", "1"])

@@ -31,7 +31,7 @@ STOPPED_CONSUMING = "stopped-consuming"   # a violation too (liveness), when the
 
 @dataclass(frozen=True)
 class Phase:
-    """One phase of one run (seam P: the orchestrator's phases, docs/INTERFACES.md): reset,
+    """One phase of one run (timed by the phase clock, chaos/orchestrator/phaseclock.py): reset,
     arm, workload, fault:<name>, heal, drain, stop, check; `start`/`end` are
     time.monotonic() seconds, like the history's op times."""
 

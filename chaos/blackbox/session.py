@@ -161,7 +161,7 @@ class _Run:
         self.events: list[Any] = []
         self.drain_end, self.progress_at, self.drained_at = "", None, 0.0   # set by _drain
         self.phases: list[Phase] = []
-        self.clock = PhaseClock(run, self.phases)     # the orchestrator's phase names (seam P)
+        self.clock = PhaseClock(run, self.phases)     # the phase clock, the orchestrator's phase names
         self.clock.enter("reset", since=began)        # (the topology's reset began in run_blackbox)
 
     def execute(self) -> BlackBoxRun:

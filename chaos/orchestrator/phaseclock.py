@@ -1,5 +1,5 @@
-"""The phases of a run, timed the one way for both runners (seam P): the orchestrator's phases
-(sequence.py) and the black-box session's, named from one list."""
+"""The phase clock: the phases of a run, timed the one way for both runners (the orchestrator's
+phases in sequence.py and the black-box session's), named from one list."""
 from __future__ import annotations
 
 import time

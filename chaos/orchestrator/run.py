@@ -126,7 +126,7 @@ class Run:
 
     @contextmanager
     def phase(self, name: str) -> Iterator[None]:
-        """Time one phase of this run (seam P); recorded even when the phase raises."""
+        """Time one phase of this run on the phase clock; recorded even when the phase raises."""
         clock = PhaseClock(self.index, self.phases)
         clock.enter(name)
         try:

@@ -1,4 +1,4 @@
-"""Everything Allure shows of one cell test (seam A): labels, readable parameters, the
+"""Everything Allure shows of one cell test: labels, readable parameters, the
 phases of every run as timed steps, `cell.json`, and for a few runs (the invalid ones
 first) the trace, the merged history and the timeline PNG.
 

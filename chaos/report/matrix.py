@@ -2,7 +2,7 @@
 
 The plan (`plan_cells`, `split_by_topology`, `coverage`) lives in chaos/expectations/plan.py
 and the run and judging in chaos/cellrun.py (the runner the fixture and `chaos run` use);
-here `matrix_row` adds to a cell's summary row (seam R's keys: the same rows as the
+here `matrix_row` adds to a cell's summary row (the same keys and rows as the
 terminal summary and `--chaos-summary`, so the nightly merge concatenates them) what the
 page explains with (mismatches, notes, replay command), and `matrix_cell` builds that row
 from a stored `run --json` object.
@@ -47,7 +47,7 @@ def matrix_row(row: Mapping[str, Any], out: Mapping[str, Any], *, area: str) -> 
 
 def matrix_cell(out: Mapping[str, Any], *, area: str, expected: Any, parts: Mapping[str, str] | None = None,
                 spec: CellSpec | None = None) -> dict:
-    """The summary row (seam R keys) of a cell from its `run --json` object, plus EXTRA_KEYS;
+    """The summary row of a cell from its `run --json` object, plus EXTRA_KEYS;
     `spec` is the cell as run (else parsed from the object's `preset`, `fault` and `parts`)."""
     from chaos.report.rows import expected_text, headline, outcome
     if spec is None:

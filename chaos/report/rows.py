@@ -79,7 +79,7 @@ def expected_text(expected: Expectation | Mapping[str, Any] | None) -> str | Non
 
 def cell_row(result: CellResult, spec: CellSpec, *, area: str, expected: Expectation | None,
              reproduce: str | None = None) -> dict[str, Any]:
-    """The row of one cell (seam R): `spec`'s key (the preset's parameters, the faults' as
+    """The summary row of one cell: `spec`'s key (the preset's parameters, the faults' as
     ``<fault>.<k>``, replaced parts by slot name in ``params``) and the result's figures.
     `reproduce`: the command that replays the cell (CellSpec.replay)."""
     preset_name, fault_name, params = spec.key

@@ -237,7 +237,7 @@ def test_committed_allure_configs_are_the_generated_ones():
 
 
 def test_matrix_cells_carry_the_summary_rows_of_the_terminal(tmp_path):
-    """Seam R: a matrix cell holds the same row as chaos.report.rows.cell_row (the terminal
+    """The summary row: a matrix cell holds the same row as chaos.report.rows.cell_row (the terminal
     summary and --chaos-summary), so the nightly merge concatenates them."""
     from chaos.report.rows import cell_row
     h = History().publish(CREATED_42, entry_id="1-0").publish(PAID_42, entry_id="2-0")

@@ -17,7 +17,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 # A cell of two runs built from real history files: run 0 applies created then paid (valid),
 # run 1 applies them the other way round (a wrong final state), with the phases the
-# orchestrator records (seam P) attached.
+# orchestrator's phase clock records attached.
 INNER = textwrap.dedent('''
     import time
     from dataclasses import dataclass

@@ -203,7 +203,7 @@ def test_failover_cell_shows_labels_steps_cell_json_and_timeline(report, tools):
     assert runs, [s.get("name") for s in test["steps"]]
     assert runs[0]["status"] == "passed" and "lost" in runs[0]["name"]  # invalid, as its row says
     from chaos import run as orchestrator
-    if hasattr(orchestrator, "Phase"):  # seam P: the orchestrator records each phase
+    if hasattr(orchestrator, "Phase"):  # the orchestrator's phase clock records each phase
         names = [s["name"] for s in runs[0]["steps"] if s.get("type") == "step"]
         assert "workload" in names and any(n.startswith("fault:promote-replica") for n in names), names
     links = {a["name"]: a for a in _attachments(test)}

@@ -23,7 +23,7 @@ from chaos.strategies.guards import GUARDS, Guard
 from chaos.strategies.part import Part
 from chaos.strategies.producer_outbox import OUTBOX_PRODUCERS
 from chaos.strategies.producers import PRODUCERS, Producer
-from chaos.strategies.workloads import WORKLOADS, Workload
+from chaos.strategies.event_plans import WORKLOADS, Workload
 
 SLOTS = ("producer", "delivery", "guard", "ack", "workload")
 

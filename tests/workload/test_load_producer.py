@@ -11,7 +11,7 @@ import chaos.strategies  # noqa: F401 - loads the parts in dependency order
 from chaos.errors import BadArguments
 from chaos.history import read_history
 from chaos.run import run_cell
-from chaos.strategies.workloads import ETYPES, ManyOrders, etype_of
+from chaos.strategies.event_plans import ETYPES, ManyOrders, etype_of
 
 
 def test_many_orders_numbers_the_statuses_past_the_named_ones():

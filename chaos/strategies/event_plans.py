@@ -1,4 +1,5 @@
-"""Workloads: which events are published, by which producer process, when, at what cost.
+"""Event plans, the parts of the `workload` slot: which events are published, by which
+producer process, when, at what cost. (The worker processes that run them are chaos/workload/.)
 
 * `pair`: the reference's order #42, `created` v=1 costing 800 ms then `paid` v=2
   costing 50 ms; with `payment_service` the `paid` event comes from a second producer

@@ -128,13 +128,32 @@ class _Events(dict):
         return ev
 
 
+class _Writes(dict):
+    """Key -> its effective writes, (order, version, event_id, seq) each. A key's one write is
+    kept as the tuple itself and becomes a list at its second (10^6 keys of one write each: a
+    list per key was 88 B of the checker's bytes per event); `get` always gives a list."""
+
+    def add(self, key: str, write: tuple) -> None:
+        have = dict.get(self, key)
+        if have is None:
+            self[key] = write
+        elif have.__class__ is tuple:
+            self[key] = [have, write]
+        else:
+            have.append(write)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        have = dict.get(self, key, default)
+        return [have] if have.__class__ is tuple and have is not default else have
+
+
 class _RunScan:
     """One pass over a run's ops, collecting per-event and per-key facts."""
 
     def __init__(self) -> None:
         self.events: dict[str, _Event] = _Events()
         # key -> (order, version, event, seq): see _apply
-        self.writes: dict[str, list[tuple[float, Any, str, int | None]]] = defaultdict(list)
+        self.writes = _Writes()   # key -> [(order, version, event_id, seq)]: see _apply and _Writes
         self.reorders: dict[str, int] = {}
         self.reorder_examples: dict[str, list[str]] = {}  # the late writes' events
         self.fault_started = False
@@ -237,7 +256,7 @@ class _RunScan:
             return
         ev.applied += 1
         key = op.get("key")
-        key = ev.key if key is None else str(key)
+        key = ev.key if key is None else _intern(str(key))   # (the copy ev.key holds: one per key)
         value = op.get("value")
         if value.__class__ is dict and value.get("projection") is False:
             self.unprojected.add(key)  # a guard that writes no projection (noop): nothing to hold
@@ -255,7 +274,7 @@ class _RunScan:
                 seq = value.get("seq")
                 if seq.__class__ is not int:
                     seq = None
-            self.writes[key].append((order, op.get("version", ev.version), ev.eid, seq))
+            self.writes.add(key, (order, op.get("version", ev.version), ev.eid, seq))
 
     def close_dangling(self) -> None:
         """A publish invoke without completion (its process was killed) is an `info`; so is
@@ -276,6 +295,8 @@ class _RunScan:
         has one, else `locked_at` or the op's time (older and black-box histories; a stable
         sort keeps the ops' order on ties)."""
         for key, writes in self.writes.items():
+            if writes.__class__ is tuple:
+                continue   # one write: nothing to sort, nothing older than another
             writes.sort(key=_SEQ if all(w[3] is not None for w in writes) else _ORDER)
             top = None
             late: list[str] = []

@@ -6,6 +6,11 @@ COMMIT is dropped and the link closed, the transaction rolls back, the entry sta
 un-acked and is delivered again. ``stream=downstream``: the COMMIT reaches PostgreSQL
 and commits, only the reply is lost: the consumer cannot know, does not ack, and the
 redelivered copy is applied twice unless the guard (``inbox``) remembers it.
+
+At ``before_commit`` the toxic stays on for ``duration_ms`` and until the consumer has
+started its next apply (it stops at ``before_apply``, the toxic goes off, it resumes): the
+COMMIT it was resumed to send has then met the reset, however late a loaded machine let it
+run. A toxic on for a fixed time alone was gone before a starved consumer sent its COMMIT.
 """
 from __future__ import annotations
 
@@ -14,7 +19,7 @@ import time
 from chaos.params import Param
 from faults.effects import LINK_FAILED
 from faults.helpers import pick_worker, proxy_for, raise_if, ToxicSet
-from faults.interface import Fault, FaultContext
+from faults.interface import Fault, FaultContext, FaultError
 
 
 class PgReset(Fault):
@@ -37,7 +42,10 @@ class PgReset(Fault):
     def failpoints(self) -> dict[str, dict[str, dict]]:
         if self.at == "time":
             return {}
-        return {self.target: {self.at: {"action": "signal", "count": 1}}}
+        points = {self.at: {"action": "signal", "count": 1}}
+        if self.at == "before_commit":   # the next apply (the first one is the reset one): the toxic goes off
+            points["before_apply"] = {"action": "signal", "after": 1, "count": 1}
+        return {self.target: points}
 
     def arm(self, ctx: FaultContext) -> None:
         self.armed_for = id(ctx)
@@ -63,9 +71,24 @@ class PgReset(Fault):
             ctx.resume(worker)
             self.held = None
         time.sleep(ctx.scale(self.duration_ms))
+        waited = {}
+        if self.at == "before_commit":
+            waited["next_apply"] = self._hold_next_apply(ctx)
         errors = self.toxics.remove_all()
-        ctx.record("stop", name=self.name, healed=not errors)
+        if self.held is not None:
+            ctx.resume(self.held)
+            self.held = None
+        ctx.record("stop", name=self.name, healed=not errors, **waited)
         raise_if(errors, self.name)
+
+    def _hold_next_apply(self, ctx: FaultContext) -> bool:
+        """Wait until the consumer stops at its next apply's start (the reset one has ended);
+        it stays stopped (`held`) until the toxic is off. False when it never got there."""
+        try:
+            self.held, _ = ctx.wait_failpoint("before_apply", self.wait_ms)
+        except FaultError:
+            return False
+        return True
 
     def heal(self, ctx: FaultContext) -> None:
         if getattr(self, "armed_for", None) != id(ctx):

@@ -33,6 +33,7 @@ FAULTS: dict[str, str] = {
     "group-loss": "faults.group_loss:GroupLoss",
     "delete-consumer": "faults.delete_consumer:DeleteConsumer",
     "long-job": "faults.long_job:LongJob",
+    "hold": "faults.hold:Hold",
 }
 extensions.attach("faults", FAULTS)
 

@@ -13,6 +13,12 @@ With ``until_etype`` the stall also lasts until another consumer has committed a
 that type (its ``after_commit`` failpoint, resumed at once): the stalled consumer's late
 write then lands after that commit, forced rather than hoped for. A wall-clock stall alone
 let a loaded machine publish or apply that event only after the stalled write.
+
+With ``until_claimed=1`` (a failpoint stall only) it also lasts until another consumer has
+reached the stall failpoint with the entry (the claimed copy, resumed at once): the claim the
+fault exists for then happens inside its window every run, however late a loaded machine
+lets the claimer's XAUTOCLAIM run. A wall-clock stall alone let the claim fall after the
+resume (the run is then `unknown`: the effect claimed-while-running is missing).
 """
 from __future__ import annotations
 
@@ -20,6 +26,7 @@ import signal
 import threading
 import time
 
+from chaos.errors import BadArguments
 from chaos.params import Param
 from faults.effects import CLAIMED_WHILE_RUNNING
 from faults.helpers import pick_worker, process_alive
@@ -43,8 +50,15 @@ class XAutoClaim(Fault):
         Param("etype", "", "stall only on an event of this type (e.g. created); empty: the first event"),
         Param("until_etype", "", "also stay stopped until another consumer has committed an event of this "
               "type (e.g. paid; failpoint after_commit), so the late write lands after it"),
+        Param("until_claimed", False, "also stay stopped until another consumer has reached the stall "
+              "failpoint with the entry (the claimed copy; not for at=time)", kind=bool),
         Param("wait_ms", 30000, "for a failpoint: how long to wait for the worker to reach it (unscaled)"),
     )
+
+    def validate(self) -> None:
+        if self.until_claimed and self.at == "time":
+            raise BadArguments("fault 'xautoclaim': until_claimed needs a failpoint stall (the claimer is seen at "
+                             "the same failpoint); drop until_claimed or use at=before_apply")
 
     def failpoints(self) -> dict[str, dict[str, dict]]:
         out: dict[str, dict[str, dict]] = {}
@@ -83,18 +97,28 @@ class XAutoClaim(Fault):
         ctx.record("start", name=self.name, spec=self.spec, worker=worker.name, pid=worker.pid,
                    failpoint=self.at, **({"entry_id": info.get("entry_id")} if info.get("entry_id") else {}))
         ctx.sleep(self.stall_ms)
-        waited: dict[str, bool] = {}
-        if self.until_etype:
-            deadline = stopped_at + self.wait_ms / 1000
-            while not self.committed.wait(0.01) and time.monotonic() < deadline and not ctx.stop_event.is_set():
-                pass
-            waited = {"committed_" + self.until_etype: self.committed.is_set()}
+        waited = self._wait_conditions(ctx, stopped_at + self.wait_ms / 1000)
         self._resume(ctx)
         ctx.record("stop", name=self.name, worker=worker.name, stalled_s=round(time.monotonic() - stopped_at, 4),
                    passed_through=list(self.passed), **waited)
-        if self.until_etype and not self.committed.is_set():
-            raise FaultError(f"fault 'xautoclaim': no consumer committed a {self.until_etype!r} event within "
-                             f"{self.wait_ms} ms of the stall: the late write it forces did not happen")
+        missed = [what for what, met in waited.items() if not met]
+        if missed:
+            raise FaultError(f"fault 'xautoclaim': {', '.join(missed)} did not happen within {self.wait_ms} ms of "
+                             f"the stall: the race it forces did not happen")
+
+    def _wait_conditions(self, ctx: FaultContext, deadline: float) -> dict[str, bool]:
+        """Stay stopped until each condition asked for holds (or the deadline): `paid` committed
+        by another consumer (until_etype), the entry claimed and brought to the failpoint by
+        another (until_claimed). Returns each condition and whether it held."""
+        conditions = {}
+        if self.until_etype:
+            conditions["committed_" + self.until_etype] = self.committed.is_set
+        if self.until_claimed:
+            conditions["claimed"] = lambda: bool(self.passed)
+        while (not all(met() for met in conditions.values()) and time.monotonic() < deadline
+               and not ctx.stop_event.is_set()):
+            time.sleep(0.01)
+        return {what: met() for what, met in conditions.items()}
 
     def _watch(self, ctx: FaultContext, point: str, seen: threading.Event | None) -> None:
         threading.Thread(target=self._pass_through, args=(ctx, point, seen, self.done), daemon=True,

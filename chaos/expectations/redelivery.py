@@ -1,7 +1,8 @@
 """Expected figures when a stalled consumer's entries are claimed by another (xautoclaim).
 
 The consumer that reads `created` stops before writing for 1.5 s and until another has
-committed `paid` (the fault's `until_etype`: the order is forced, not left to the clock);
+committed `paid` and another has claimed `created` (the fault's `until_etype` and
+`until_claimed`: the order and the claim are forced, not left to the clock);
 the other applies `paid`, claims `created` after the 500 ms min-idle time and applies it;
 then the stalled one resumes and writes `created` late. With a plain UPDATE the late write lands after v=2
 (final `created`), and so does the claimer's when it applied `paid` before its claim (2 per run;
@@ -14,7 +15,7 @@ from __future__ import annotations
 from chaos.expectations.cells import Cell, rows
 from chaos.expectations.table import RUNS, each_run, eq, ge
 
-CLAIM = "xautoclaim:etype=created,stall_ms=1500,until_etype=paid"
+CLAIM = "xautoclaim:etype=created,stall_ms=1500,until_etype=paid,until_claimed=1"
 CLAIMING = "claim=always,claim_idle_ms=500"
 RUN_COUNT = 3
 

@@ -2,9 +2,12 @@
 
 A worker logs its `apply ok` after COMMIT returned; if it is descheduled in between, a later
 commit of the same key by another consumer is logged first. Forced here with real processes:
-two consumers, order 42; `created` commits first, then its consumer stops for 2 s at the
-`after_commit` failpoint (committed, apply op not yet written); `paid` is published 0.5 s
-into the run, so the other consumer commits it and logs it first. The guard's `value.seq`
+two consumers, order 42; `created` commits first (the producer holds `paid` before its
+publish until then), then its consumer stops at the `after_commit` failpoint (committed,
+apply op not yet written) until the other consumer has committed `paid` and logged it (it
+reached `after_apply_before_ack` with paid). Each step waits for the one before (fault
+`hold`), so the schedule happens however slowly a loaded machine runs it (a 2 s pause let
+paid be logged 40 ms after created once; a 0.5 s publish delay let paid commit first). The guard's `value.seq`
 (the row's write sequence, bumped by the write under the row lock) says created committed
 first: the checker counts no reorder. The same history without `seq` and `locked_at`,
 ordered by log time, counts 1: that is the false reorder this test would catch.
@@ -21,7 +24,8 @@ import pytest
 from chaos.checker import FinalState, check_run
 
 PAID_LATE = "pair:created_ms=0,paid_ms=0,paid_at_ms=500"
-CREATED_LOGS_LATE = {"consumer": {"after_commit": {"action": "pause", "pause_ms": 2000, "etype": "created"}}}
+CREATED_LOGS_LATE = ("hold:at=after_commit,etype=created,until=after_apply_before_ack,until_etype=paid,"
+                     "gate=before_publish,gate_role=producer,gate_etype=paid")
 GUARDS = ["plain", "setnx-dedupe", "inbox", "inbox:cas=1", "cas", "state-carried"]
 
 
@@ -42,8 +46,8 @@ def _without_commit_order(history: list[dict]) -> list[dict]:
 
 @pytest.mark.parametrize("guard", GUARDS)
 def test_a_consumer_stopped_between_commit_and_log_is_no_reorder(chaos_cell, guard):
-    outcome = chaos_cell("baseline:consumers=2", parts={"workload": PAID_LATE, "guard": guard},
-                         failpoints=CREATED_LOGS_LATE, time_scale=1.0, expected=False, histories=True)
+    outcome = chaos_cell("baseline:consumers=2", CREATED_LOGS_LATE, parts={"workload": PAID_LATE, "guard": guard},
+                         time_scale=1.0, expected=False, histories=True)
     cell = outcome.result
     assert cell.verdict != "unknown", cell.unknown_reasons
     history, run = outcome.histories[0], cell.runs[0]

@@ -1,5 +1,6 @@
 """The PostgreSQL link closes inside a consumer's transaction (rolled back, or committed
-with the reply lost); the entry is delivered again. Cells: chaos/expectations/redelivery.py.
+with the reply lost); the entry is delivered again. The reset is forced: the consumer stops
+before its COMMIT, the toxic goes on, and it stays on until the consumer starts its next apply. Cells: chaos/expectations/redelivery.py.
 """
 from __future__ import annotations
 
@@ -14,6 +15,9 @@ def test_pg_reset_cell(cell, chaos_cell) -> None:
     for run, history in enumerate(outcome.histories):
         starts = [v for v in outcome.fault_ops(run, "pg-reset") if v.get("phase") == "start"]
         assert starts, f"run {run}: the PostgreSQL link was never reset; {outcome.figures()}"
+        stops = [v for v in outcome.fault_ops(run, "pg-reset") if v.get("phase") == "stop"]
+        # the toxic stayed on until the consumer began its next apply: the reset one met it
+        assert [v.get("next_apply") for v in stops] == [True], f"run {run}: pg-reset stop ops {stops}"
         failed = [op for op in history if op["f"] == "apply" and op["type"] in ("fail", "info")]
         assert failed, f"run {run}: no apply saw the reset; {outcome.figures()}"
     outcome.check()

@@ -27,6 +27,7 @@ STOPPED_MID_WORK = "stopped-mid-work"
 STRUCK_UNSETTLED = "struck-unsettled"
 CLAIMED_WHILE_RUNNING = "claimed-while-running"
 FAILPOINT_FIRED = "failpoint-fired"
+TOOK_BACK = "took-back"
 _IN_FLIGHT = ("the workload had work in flight (a publish still to come, an event published and not yet "
               "acked, delivered and not yet applied, or an apply under way)")
 EFFECTS = {
@@ -46,6 +47,10 @@ EFFECTS = {
                            "worker held; for one that lists `failpoints`, one its holder reached them with",
     FAILPOINT_FIRED: "a worker reached one of the failpoints its start op lists (`failpoints`: name -> action) "
                      "and the failpoint acted (a `failpoint` op)",
+    TOOK_BACK: "its `step: kill` op records, read on the old primary and the held replica just before the kill, "
+               "each kind of work its `until` names for the failover to take back (`took_back`: `reread` = an "
+               "entry the replica holds that a consumer read or acked after the replica's last byte, `unread` = "
+               "an acked entry the replica never got that no consumer had read)",
 }
 WORK_OPS = frozenset({"publish", "deliver", "apply", "ack"})
 FAILED = frozenset({"fail", "info"})
@@ -69,6 +74,8 @@ def missing(kind: str, name: str, history: list[dict]) -> str | None:
         met = any(_count(v.get("unsettled")) for v in _starts(name, history))
     elif kind == FAILPOINT_FIRED:
         met = _failpoint_fired(name, history)
+    elif kind == TOOK_BACK:
+        met = _took_back(name, history)
     else:
         met = {PUBLISH_FAILED: _publish_failed, WINDOW_HIT: _window_hit}[kind](windows, history)
     if met:
@@ -256,4 +263,22 @@ def _failpoint_fired(name: str, history: list[dict]) -> bool:
             point = _value(op)
             if point.get("name") in wanted and point.get("action") == wanted[point["name"]]:
                 return True
+    return False
+
+
+def took_back_met(until: Iterable[str], took: dict | None) -> bool:
+    """Whether a failover's `took_back` figures (faults.failover_steps.took_back: read, acked,
+    unread) hold each kind `until` names: reread (read + acked) and unread, at least one each."""
+    if not took:
+        return False
+    have = {"reread": took.get("read", 0) + took.get("acked", 0), "unread": took.get("unread", 0)}
+    return all(have.get(kind, 0) >= 1 for kind in until)
+
+
+def _took_back(name: str, history: Iterable[dict]) -> bool:
+    """The fault's kill op says the kind(s) its `until` named were there (faults.failover_steps)."""
+    for op in history:
+        value = _value(op)
+        if op.get("f") == "fault" and value.get("name") == name and value.get("step") == "kill":
+            return bool(value.get("until")) and took_back_met(value["until"], value.get("took_back"))
     return False

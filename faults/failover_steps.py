@@ -3,16 +3,40 @@ replica-overflow): replication confirmed when armed, the replication link found,
 for the workload, then the primary SIGKILLed and the replica promoted (every client proxy
 repointed at it, ``Cluster.promote_replica``); heal promotes a primary killed but not yet
 replaced, so the clients are never left without a server.
+
+What a failover takes back is read on both servers while the link is held, not hoped for
+(``took_back``): entries the replica holds that a consumer read or acked on the primary
+after the replica's last byte come back (delivered again), and acked entries the replica
+never got that no consumer had read are gone (lost). A fault given ``until`` keeps the link
+held until what it names is there (``hold_until``), and records the figures in its ``kill``
+op, where the ``took-back`` effect (faults.effects) looks for them.
 """
 from __future__ import annotations
 
 import time
 from typing import Any
 
-from faults.helpers import ToxicSet, raise_if, wait_for_entries
+from chaos.params import Param
+from faults.effects import took_back_met
+from faults.helpers import ToxicSet, raise_if, wait_for_entries, workload_streams
 from faults.interface import FaultContext, FaultError
 
 PROBE_KEY = "chaos:replication-probe"
+COUNT_CAP = 10000          # entries counted per stream and kind (a figure, not a bound)
+POLL_MS = 5                # how often hold_until reads both servers
+SETTLED_S = 0.1            # a replica offset unchanged this long behind a held link has had its last byte
+# What `until` may name: the failover takes back processed work (reread), or an acked
+# entry nobody read (unread).
+TAKEN_BACK = ("reread", "unread")
+UNTIL_PARAMS = (
+    Param("until", (), "keep the link held (after the fault's own wait) until the failover would take "
+          "these back, read on both servers: reread = an entry the replica holds that a consumer read or "
+          "acked on the primary after the replica's last byte (it is delivered again), unread = an acked "
+          "entry the replica never got that no consumer has read (it is lost); joined by '/'. Empty: kill "
+          "without looking", kind=tuple, choices=TAKEN_BACK),
+    Param("until_ms", 20000, "how long `until` may keep the link held (unscaled); then the kill comes anyway "
+          "and the run is unknown (the took-back effect is missing)"),
+)
 
 
 def replication_offsets(cluster: Any) -> dict[str, int | None]:
@@ -25,6 +49,14 @@ def replication_offsets(cluster: Any) -> dict[str, int | None]:
         except Exception:  # noqa: BLE001 - a dead node has no offset
             out[node] = None
     return out
+
+
+def replica_offset(replica: Any) -> int | None:
+    """The replica's own master_repl_offset (None when it does not answer)."""
+    try:
+        return int(replica.info("replication").get("master_repl_offset", 0))
+    except Exception:  # noqa: BLE001 - a replica loading a snapshot
+        return None
 
 
 def confirm_replicating(cluster: Any, timeout_s: float = 5.0, fault: str = "promote-replica") -> float:
@@ -47,6 +79,55 @@ def confirm_replicating(cluster: Any, timeout_s: float = 5.0, fault: str = "prom
             raise FaultError(f"{fault}: a write on the primary did not reach the replica in "
                              f"{timeout_s} s; replication info: {cluster.replication_info()}")
         time.sleep(0.002)
+
+
+def _id(entry_id: str) -> tuple[int, int]:
+    ms, _, seq = str(entry_id).partition("-")
+    return int(ms), int(seq or 0)
+
+
+def _stream_last(node: Any, stream: str) -> str | None:
+    """The stream's last entry id on `node`; None when the node has no such stream."""
+    try:
+        return str(node.xinfo_stream(stream)["last-generated-id"])
+    except Exception as exc:  # noqa: BLE001 - a stream the replica never got
+        if "no such key" in str(exc).lower():
+            return None
+        raise
+
+
+def took_back(primary: Any, replica: Any, cap: int = COUNT_CAP) -> dict[str, int]:
+    """What a failover now would take back, per kind, summed over the workload's streams and
+    groups (entries counted up to `cap` per stream), read on the primary and on the replica
+    (whose link is held: what it has now is what it keeps):
+
+    * ``read``: entries the replica holds and its group had not delivered, that the primary's
+      group has (come back as new entries to ``XREADGROUP >``);
+    * ``acked``: entries pending in the replica's group, acked on the primary (pending again);
+    * ``unread``: entries past both the replica's last entry and the primary's group cursor
+      (acknowledged to the producer, never on the replica, read by nobody: lost).
+
+    Raises what the servers raise (a replica loading a snapshot answers LOADING)."""
+    out = {"read": 0, "acked": 0, "unread": 0}
+    for stream in workload_streams(primary):
+        rep_stream = _stream_last(replica, stream)
+        rep_last = rep_stream or "0-0"
+        rep_groups = {g["name"]: g for g in replica.xinfo_groups(stream)} if rep_stream else {}
+        for group in primary.xinfo_groups(stream):
+            name, pri_cursor = group["name"], str(group["last-delivered-id"])
+            floor = max(pri_cursor, rep_last, key=_id)
+            out["unread"] += len(primary.xrange(stream, f"({floor}", "+", count=cap))
+            if name not in rep_groups:
+                continue
+            rep_cursor = str(rep_groups[name]["last-delivered-id"])
+            top = min(pri_cursor, rep_last, key=_id)
+            if _id(top) > _id(rep_cursor):
+                out["read"] += len(replica.xrange(stream, f"({rep_cursor}", top, count=cap))
+            held = {p["message_id"] for p in replica.xpending_range(stream, name, "-", "+", COUNT_CAP)}
+            if held:
+                still = {p["message_id"] for p in primary.xpending_range(stream, name, "-", "+", COUNT_CAP)}
+                out["acked"] += len(held - still)
+    return out
 
 
 class KillAndPromote:
@@ -74,6 +155,36 @@ class KillAndPromote:
         waited = wait_for_entries(ctx, after_entries, wait_ms / 1000, self.fault) if after_entries else None
         ctx.sleep(at_ms)
         return waited
+
+    def hold_until(self, ctx: FaultContext, until: tuple[str, ...], until_ms: float,
+                   settled: tuple[int | None, float] | None = None) -> dict[str, Any]:
+        """With the replication link held, read both servers every POLL_MS until the failover
+        would take back what `until` names (and the replica's offset has not moved for
+        SETTLED_S, so what it holds is what it keeps), at most `until_ms` (scaled). `settled`:
+        the replica's offset and when it was read, if known (the hold's start). Returns for
+        the kill op ``took_back`` (read once more when the wait ends, with whole counts: the
+        figures the effect judges; None if the replica did not answer), ``until``, ``met``
+        (the wait ended on the condition, not on `until_ms`) and ``until_wait_s``."""
+        primary, replica = self.cluster.direct_redis("primary"), self.cluster.direct_redis("replica")
+        started = time.monotonic()
+        deadline = started + ctx.scale(until_ms)
+        offset, since = settled or (None, started)
+        while True:
+            now_offset = replica_offset(replica)
+            if now_offset is None or now_offset != offset:
+                offset, since = now_offset, time.monotonic()
+            done = took_back_met(until, self._took_back(primary, replica, cap=1)) and \
+                time.monotonic() - since >= SETTLED_S
+            if done or time.monotonic() > deadline or not ctx.sleep(POLL_MS):
+                return {"took_back": self._took_back(primary, replica), "until": list(until), "met": done,
+                        "until_wait_s": round(time.monotonic() - started, 4)}
+
+    def _took_back(self, primary: Any, replica: Any, cap: int = COUNT_CAP) -> dict[str, int] | None:
+        try:
+            return took_back(primary, replica, cap)
+        except Exception as exc:  # noqa: BLE001 - a replica loading a snapshot: look again
+            self.report["took_back_error"] = f"{type(exc).__name__}: {exc}"[:200]
+            return None
 
     def kill_and_promote(self, ctx: FaultContext, link: str | None, at_kill: dict[str, Any], downtime_ms: float,
                          *, drop_link: bool, **kill_info: Any) -> dict[str, Any]:

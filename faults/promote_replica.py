@@ -6,6 +6,12 @@ loses nothing. The fault therefore holds the replication link (through the
 primary in that window, every group-cursor move and every XACK is missing on the
 promoted replica. Then: SIGKILL the primary, wait ``downtime_ms``, ``REPLICAOF NO ONE``
 on the replica and repoint every client proxy at it (``Cluster.promote_replica``).
+
+With ``until`` the kill waits, the link still held, for what the failover must take back to
+be there, read on both servers (faults.failover_steps.took_back): ``reread``, an entry a
+consumer read or acked after the hold that the replica holds (a loaded machine has been
+seen to run a whole 500 ms hold with no consumer reading: nothing came back), ``unread``,
+an acked entry nobody read. The run's ``took-back`` effect then asks the kill op for them.
 """
 from __future__ import annotations
 
@@ -13,8 +19,8 @@ import time
 
 from chaos.errors import BadArguments
 from chaos.params import Param
-from faults.effects import DIED_MID_WORK
-from faults.failover_steps import KillAndPromote, replication_offsets
+from faults.effects import DIED_MID_WORK, TOOK_BACK
+from faults.failover_steps import UNTIL_PARAMS, KillAndPromote, replica_offset, replication_offsets
 from faults.helpers import raise_if
 from faults.interface import Fault, FaultContext
 
@@ -38,11 +44,18 @@ class PromoteReplica(Fault):
         Param("latency_ms", 2000, "the delay for hold=latency"),
         Param("downtime_ms", 100, "between the kill and the promotion; clients see errors"),
         Param("wait_ms", 30000, "how long to wait for after_entries (unscaled)"),
+        *UNTIL_PARAMS,
     )
 
     def validate(self) -> None:
         if self.hold == "latency" and self.latency_ms <= 0:
             raise BadArguments("fault 'promote-replica': hold=latency needs latency_ms > 0, e.g. latency_ms=2000")
+        if self.until and self.hold in ("none", "latency"):
+            raise BadArguments(f"fault 'promote-replica': until={'/'.join(self.until)} needs a link that holds "
+                               f"everything (hold=timeout or hold=down), not hold={self.hold}: a replica still "
+                               f"receiving cannot say what it keeps")
+        if self.until:
+            self.effect = TOOK_BACK   # the run must show what the kill waited for
 
     def arm(self, ctx: FaultContext) -> None:
         self.armed_for = id(ctx)
@@ -67,11 +80,13 @@ class PromoteReplica(Fault):
             failover.toxics.add(link, "latency", stream="downstream", name="chaos-hold",
                                 latency=int(ctx.scale(self.latency_ms) * 1000))
         ctx.record("start", name=self.name, spec=self.spec, step="hold", hold=self.hold, offsets=before)
+        settled = (replica_offset(cluster.direct_redis("replica")), time.monotonic())
         ctx.sleep(self.hold_ms)
+        waited = failover.hold_until(ctx, self.until, self.until_ms, settled) if self.until else {}
         # Bytes a latency toxic still holds were "in the network" when the primary died: the
         # replica's link is closed so they are dropped, not delivered when the toxic goes.
         figures = failover.kill_and_promote(ctx, link, replication_offsets(cluster), self.downtime_ms,
-                                            drop_link=self.hold == "latency")
+                                            drop_link=self.hold == "latency", **waited)
         failover.done(ctx, held_s=round(time.monotonic() - held_at, 4), **figures)
 
     def heal(self, ctx: FaultContext) -> None:

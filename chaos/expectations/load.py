@@ -88,9 +88,14 @@ def faults(size: LoadSize, *, together: bool = False) -> dict[str, str]:
     kill at half (with the others: at an eighth, before the primary it watches is killed),
     the blip half way through the producer's schedule."""
     kill_at = size.total // 8 if together else size.total // 2
+    # The hold lasts 500 ms and then until the failover would take back what the rows need,
+    # read on both servers: a processed entry that comes back (alone: also an acked entry
+    # nobody read). Beside two CPU hogs a 500 ms hold alone once came back with nothing
+    # (baseline duplicated 0); such a run is now `unknown` (the took-back effect), not a mismatch.
+    until = "reread" if together else "reread/unread"
     return {"kill-consumer": f"kill-consumer:after_entries={kill_at},at_ms=0",
             "publish-blip": f"publish-blip:at_ms={0.5 * size.publish_ms:g},duration_ms=800",
-            "promote-replica": f"promote-replica:after_entries={size.total // 4},at_ms=0"}
+            "promote-replica": f"promote-replica:after_entries={size.total // 4},at_ms=0,until={until}"}
 
 
 # Read batches of 20 (prefetch): a kill then leaves read, unprocessed entries in the PEL.

@@ -16,17 +16,25 @@ about a second, all of it after the cap):
   the lift may come 400 ms late (a loaded machine) before anything is dropped; with 1 s it
   was a dead heat, and at load ~13-22 a run dropped 2-8 events.
 
-`replica-overflow` (workload: 20 keys x 5 events, one every 6 ms, 10 ms of work each;
-once 40 events are in the stream the replication link is throttled to 256 KB/s, the replica
-stalls while 6-20 MB of filler pass its 256 KB output buffer limit, the primary drops it,
-it resumes behind the slow link, and 300 ms later the link is held and, once the primary
-is ahead of the replica, the primary is killed and the replica promoted): every write since
-the stall is missing on the new primary, so a run loses the acknowledged events published
-after the stall and redelivers processed ones (the group's cursor and acks were not
-replicated either); a plain UPDATE applies the copies again, CAS rejects them. A run whose
-producer, late on a loaded machine, published everything before the stall loses none.
-Measured (Redis 7.0, loaded 2-core box, 4 cell runs of 2 runs each): s1 lost 23-58 a run, s5 0-53;
-`promote-replica` with its 500 ms hold on the same workload: s1 lost 75 in 2 runs.
+`replica-overflow` (workload: 20 keys x 5 events, one every 6 ms, 25 ms of work each, so two
+consumers read at most 80 a second of the 167 published: a backlog all through; once 40
+events are in the stream the replication link is throttled to 256 KB/s, the replica stalls
+while 6-20 MB of filler pass its 256 KB output buffer limit, the primary drops it, it resumes
+behind the slow link, 300 ms later the link is held, and once the primary is ahead of the
+replica and the failover would take back both kinds of work (`until=reread/unread`, read on
+both servers) the primary is killed and the replica promoted): every write since the stall
+is missing on the new primary, so a run loses the acknowledged events published after the
+stall that nobody had read and redelivers processed ones (the group's cursor and acks were
+not replicated either); a plain UPDATE applies the copies again, CAS rejects them.
+With 10 ms of work the consumers kept up on a quiet CI machine: one run's kill found
+everything written since the stall already read (6.2 MB unreplicated, lost 0, a mismatch).
+Now the kill waits for an unread acked entry the replica lacks and a processed one it will
+hand out again; a run where they never come is `unknown` (the took-back effect). The kill
+op's figures foretell the run's: `unread` is the run's `lost`, `read + acked` its
+`redelivered` (4 + 4 runs at load 6-8: equal in each, e.g. unread 54 / lost 54).
+Measured before (Redis 7.0, loaded 2-core box, 10 ms of work, 4 cell runs of 2 runs each): s1
+lost 23-58 a run, s5 0-53; `promote-replica` with its 500 ms hold on the same workload: s1
+lost 75 in 2 runs.
 """
 from __future__ import annotations
 
@@ -46,8 +54,8 @@ RUN_COUNT = 2
 # fraction follow (chaos.workload.rates.BreakRate: a correct framework misses the row with
 # probability <= 1e-3).
 OOM_SHORT_WRONG = BreakRate(99, 100, floor=RUN_COUNT)
-OVERFLOW_WORKLOAD = "many-orders:keys=20,events=5,gap_ms=6,cost_ms=10"
-OVERFLOW = "replica-overflow:after_entries=40,at_ms=0"
+OVERFLOW_WORKLOAD = "many-orders:keys=20,events=5,gap_ms=6,cost_ms=25"
+OVERFLOW = "replica-overflow:after_entries=40,at_ms=0,until=reread/unread"
 
 CELLS: list[Cell] = [
     Cell("s1", (OOM_LONG,), RUN_COUNT,

@@ -15,7 +15,9 @@ from dataclasses import dataclass, field
 import pytest
 import redis
 
+from chaos.errors import BadArguments
 from faults import get_fault
+from faults.effects import TOOK_BACK, missing
 from faults.local import FaultThread, LocalContext
 
 STREAM, GROUP = "orders", "g"
@@ -195,3 +197,64 @@ def wait_phase(ctx: LocalContext, phase: str, timeout_s: float) -> bool:
             return True
         time.sleep(0.002)
     return False
+
+
+def test_until_keeps_the_link_held_until_a_consumer_reads_after_the_hold(cluster) -> None:
+    """A consumer starved through the whole hold (as on a loaded machine) read nothing the
+    failover could hand out again: `until=reread/unread` keeps the link held past hold_ms
+    until it reads, and the kill op's figures are what the promoted node then shows."""
+    r = client(cluster.redis_url())
+    r.xgroup_create(STREAM, GROUP, id="0", mkstream=True)
+    old = [r.xadd(STREAM, {"n": f"a{i}"}) for i in range(10)]
+    cluster.wait_replication()
+    ctx = LocalContext(cluster, seed=5)
+    fault = get_fault("promote-replica:at_ms=0,hold_ms=50,downtime_ms=50,until=reread/unread")
+    assert fault.effect == "took-back"
+    thread = FaultThread(fault, ctx).start()
+    assert wait_phase(ctx, "start", 5.0)
+    unread = r.xadd(STREAM, {"n": "b0"})          # acked by the held primary, read by nobody
+    while time.monotonic() < op_time(ctx, "hold") + 0.3:   # the consumer starved 6x hold_ms
+        assert "info" not in ctx.phases("promote-replica"), "killed before any consumer read in the hold"
+        time.sleep(0.01)
+    got = r.xreadgroup(GROUP, "c1", {STREAM: ">"}, count=3)  # read while held
+    read_at = time.monotonic()
+    thread.join(30)
+    kill = next(op for op in ctx.ops if op["value"].get("step") == "kill")
+    assert kill["time"] > read_at and kill["value"]["met"], kill
+    assert kill["value"]["took_back"] == {"read": 3, "acked": 0, "unread": 1}, kill
+    assert missing(TOOK_BACK, "promote-replica", ctx.ops) is None
+    p = client(cluster.redis_url())   # the promoted replica
+    again = p.xreadgroup(GROUP, "c2", {STREAM: ">"}, count=100)
+    assert [e for e, _ in again[0][1]] == old, "the 3 entries read in the hold come back, with the 7 unread"
+    assert [e for e, _ in got[0][1]] == old[:3]
+    assert unread not in {e for e, _ in p.xrange(STREAM)}, "the unread entry acked in the hold is lost"
+
+
+def test_until_that_never_comes_kills_anyway_and_the_run_is_unknown(cluster) -> None:
+    """Nothing unread ever (every entry read before the hold): after until_ms the kill comes,
+    the kill op says the condition was not met, and the effect check names the miss."""
+    r = client(cluster.redis_url())
+    r.xgroup_create(STREAM, GROUP, id="0", mkstream=True)
+    for i in range(5):
+        r.xadd(STREAM, {"n": f"a{i}"})
+    r.xreadgroup(GROUP, "c1", {STREAM: ">"}, count=10)
+    cluster.wait_replication()
+    ctx = LocalContext(cluster, seed=6)
+    fault = get_fault("promote-replica:at_ms=0,hold_ms=50,downtime_ms=50,until=unread,until_ms=300")
+    FaultThread(fault, ctx).start().join(30)
+    kill = next(op for op in ctx.ops if op["value"].get("step") == "kill")
+    assert not kill["value"]["met"] and kill["value"]["took_back"]["unread"] == 0, kill
+    assert cluster.failed_over
+    reason = missing(TOOK_BACK, "promote-replica", ctx.ops)
+    assert reason and "missed the workload" in reason, reason
+
+
+@pytest.mark.parametrize("spec, message", [
+    ("promote-replica:hold=none,until=reread", "needs a link that holds everything"),
+    ("promote-replica:hold=latency,until=unread", "needs a link that holds everything"),
+    ("promote-replica:until=reread+unread", "joined by '/'"),
+    ("promote-replica:until=lost", "not one of reread, unread"),
+])
+def test_bad_until_is_refused_with_the_fix(spec, message) -> None:
+    with pytest.raises(BadArguments, match=message):
+        get_fault(spec)

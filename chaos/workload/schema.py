@@ -10,6 +10,7 @@
 """
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterable
 
 import psycopg
@@ -48,7 +49,11 @@ def seed_rows(conn: psycopg.Connection, keys: Iterable[str]) -> None:
 
 
 def read_rows(conn: psycopg.Connection) -> dict[str, dict]:
-    return {k: {"status": s, "version": v} for k, s, v in conn.execute("SELECT id, status, version FROM orders")}
+    """Each key's row. Keys and statuses are interned: the checker interns the history's keys
+    to the same copies, and a few statuses repeat over 10^6 rows (about 110 B per key less)."""
+    intern = sys.intern
+    return {intern(k): {"status": intern(s), "version": v}
+            for k, s, v in conn.execute("SELECT id, status, version FROM orders")}
 
 
 def read_projection(conn: psycopg.Connection) -> dict[str, int]:

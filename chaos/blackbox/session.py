@@ -117,9 +117,6 @@ class BlackBoxRuns:
         return self.cell.count(name)
 
 
-BlackBoxCell = BlackBoxRuns   # its earlier name (chaos/scorecard imports it so)
-
-
 def load_faults(specs: Sequence[Spec], workers: list[str]) -> list[Any]:
     """Make (faults.registry.make_fault, no text parsed) and check the faults against what a
     black-box run starts (before anything starts)."""

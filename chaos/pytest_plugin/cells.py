@@ -107,7 +107,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Any:
 # ---------------------------------------------------------------------------------------------
 # the summary: one row per cell, in the terminal and as JSON
 # ---------------------------------------------------------------------------------------------
-class CellSummary:
+class SummaryRows:
     """The session's summary rows by test id (a test's last report has them all); registered
     as a plugin on the controller, or on the only process without xdist."""
 
@@ -196,4 +196,4 @@ def pytest_configure(config: pytest.Config) -> None:
     path = Path(option).expanduser().absolute() if option else None
     if path is not None:
         check_summary_path(path)
-    config.pluginmanager.register(CellSummary(path), "chaos-cell-summary")
+    config.pluginmanager.register(SummaryRows(path), "chaos-cell-summary")

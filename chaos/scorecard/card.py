@@ -15,7 +15,7 @@ from typing import Any, Callable
 
 from chaos.blackbox import expect as expectations
 from chaos.blackbox.config import WorkerConfig
-from chaos.blackbox.session import BlackBoxCell, run_blackbox
+from chaos.blackbox.session import BlackBoxRuns, run_blackbox
 from chaos.errors import BadArguments
 from chaos.replay import blackbox_command
 from chaos.scorecard.grade import (PASS, FAIL, UNKNOWN, Grade, behaves_like, crash_reason, died, end_lag, grade,
@@ -33,7 +33,7 @@ class ScoreCell:
     """One fault's cell: the runs, what Redis looked like during them, the grades."""
 
     planned: PlannedCell
-    cell: BlackBoxCell | None
+    cell: BlackBoxRuns | None
     samples: list[list[Sample]]           # per run
     grades: dict[str, Grade]
     reproduce: str
@@ -123,7 +123,7 @@ def run_cell(cluster: Any, command: str, config: WorkerConfig, config_path: str,
     say = log or (lambda _line: None)
     faults = tuple(planned.faults)     # parsed by the plan (the edge)
     started = time.monotonic()
-    cell: BlackBoxCell | None = None
+    cell: BlackBoxRuns | None = None
     samples: list[list[Sample]] = []
     error = ""
     for n in range(runs):
@@ -152,7 +152,7 @@ def run_cell(cluster: Any, command: str, config: WorkerConfig, config_path: str,
                   time.monotonic() - started, error)
 
 
-def finish(cell: BlackBoxCell | None, planned: PlannedCell, samples: list[list[Sample]], replay: str,
+def finish(cell: BlackBoxRuns | None, planned: PlannedCell, samples: list[list[Sample]], replay: str,
            wall_s: float, error: str = "") -> ScoreCell:
     """Grade a cell's runs (``cell`` None: it could not run, every property unknown)."""
     if cell is None or not cell.runs:

@@ -98,7 +98,7 @@ def end_lag(samples: list[Any]) -> int | None:
 
 
 def grade(cell: Any, samples: list[Any] | None = None) -> dict[str, Grade]:
-    """Every property of ``cell`` (a chaos.blackbox.session.BlackBoxCell)."""
+    """Every property of ``cell`` (a chaos.blackbox.session.BlackBoxRuns)."""
     crashed = crash_reason(cell)
     if crashed:
         return {p: Grade(FAIL, "the consumer crashed on start: " + crashed) for p in PROPERTIES}

@@ -6,7 +6,7 @@ import pytest
 
 from chaos.blackbox.config import load_config
 from chaos.blackbox.counts import BlackBoxCounts
-from chaos.blackbox.session import BlackBoxCell
+from chaos.blackbox.session import BlackBoxRuns
 from chaos.blackbox.verdict import BlackBoxRun
 from chaos.checker import Counts, RunResult
 from chaos.scorecard.grade import behaves_like, grade, promised
@@ -15,10 +15,10 @@ from chaos.scorecard.sample import Sample
 CONFIG = load_config("examples/redis_py_cas.toml")
 
 
-def cell(verdict="valid", reasons=(), extra=None, anomalies=None, **counts) -> BlackBoxCell:
+def cell(verdict="valid", reasons=(), extra=None, anomalies=None, **counts) -> BlackBoxRuns:
     result = RunResult(run=0, counts=Counts(published=200, **counts), verdict=verdict, anomalies=[],
                        anomaly_counts=dict(anomalies or {}), final_state={}, unknown_reasons=list(reasons))
-    return BlackBoxCell(command=["w"], config=CONFIG, faults=[],
+    return BlackBoxRuns(command=["w"], config=CONFIG, faults=[],
                         runs=[BlackBoxRun(result=result, extra=extra or BlackBoxCounts())])
 
 

@@ -5,8 +5,11 @@ schema (a ConfigError before any process starts), install the observing triggers
 create the stream and group, start the workers and wait until each is connected, start
 the framework's producer and the faults together, let the workers drain, stop them,
 read effects and Redis state, remove the triggers (and prove the schema is as it was),
-then check. A worker that exits at once, never connects or never writes anything ends
-the run with verdict ``unknown`` and its exit code and output tail as the reason.
+then check. The order is the orchestrator's one phase sequence (chaos/orchestrator/sequence.py
+`run_phases`; `_Run` gives its steps): the faults act from the arm until the heal, and run
+their course once the producer is done. A worker that exits at once, never connects or never
+writes anything ends the run with verdict ``unknown`` and its exit code and output tail as
+the reason.
 
 The rig vouches for itself: the orchestrator's rig watcher (chaos/orchestrator/rigwatch.py)
 checks every server and proxy of the topology from its own thread during the run, and once
@@ -18,48 +21,42 @@ topology is broken).
 from __future__ import annotations
 
 import json
-import os
 import random
-import signal
-import sys
+import threading
 import time
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from collections.abc import Iterable, Sequence
 from typing import Any, Callable
 
 import redis
 
-import chaos
 from chaos.blackbox.config import WorkerConfig
 from chaos.blackbox.counts import BlackBoxCounts, Liveness
 from chaos.blackbox.drain import DrainProgress, drain
 from chaos.blackbox.effects import EffectRecorder, schema_fingerprint
 from chaos.blackbox.errors import ConfigError, WorkerError
 from chaos.blackbox.events import intended_events, poison_events
+from chaos.blackbox.producer import PRODUCER, FrameworkProducer
 from chaos.blackbox.redis_state import StreamState, read_stream_state
 from chaos.blackbox.verdict import (OBSERVER, BlackBoxRun, check_blackbox_run, final_rows,
                                     wall_to_monotonic)
-from chaos.blackbox.workers import TAIL_LINES, WorkerPool, parse_command
+from chaos.blackbox.workers import WorkerPool, parse_command
 from chaos.cellspec import NO_FAULT, Spec
 from chaos.checker import check_run, summarize
 from chaos.results import CellResult, FinalState, Phase
 from chaos.errors import BadArguments
-from chaos.cluster import spawner
 from chaos.cluster.health import rig_problems
-from chaos.orchestrator import wait
+from chaos.orchestrator.sequence import run_phases
 from chaos.orchestrator.faultthreads import RIG_JOIN_S, FaultSchedule, failure_text, heal_bound_s
 from chaos.orchestrator.phaseclock import PhaseClock
 from chaos.orchestrator.rigwatch import RigWatch, spared_by
 from chaos.orchestrator.workers import RunAborted
-from chaos.workload.procutil import tail
-from chaos.workload.workerspec import WorkerSpec
 from chaos.cluster.rundirs import runs_dir
-from chaos.history import history_dir, read_history
+from chaos.history import read_history
 from faults.interface import Plan
 
-PRODUCER = "P-order"
-PRODUCER_POLL_S = 0.02  # how often the producer's wait looks at it and at the rig watcher's findings
 
 
 class RigBroken(Exception):
@@ -139,81 +136,123 @@ def load_faults(specs: Sequence[Spec], workers: list[str]) -> list[Any]:
 
 
 class _Run:
-    """The resources of one run, released in reverse order whatever happens."""
+    """One black-box run: the steps of the orchestrator's one phase sequence
+    (chaos/orchestrator/sequence.py `run_phases`) for the team's command, its effects observed
+    through triggers; its resources released in reverse order whatever happens (`execute`)."""
+
+    run_course = True       # the faults run their course once the producer is done
+    report_cut = False      # a run cut short (broken rig, Ctrl-C) names the rig, not a fault's failure
 
     def __init__(self, cluster: Any, argv: list[str], config: WorkerConfig, fault_specs: Sequence[Spec],
                  run: int, seed: int, time_scale: float, run_dir: Path, log: Callable[[str], None],
                  trace: Callable[[str], None] | None = None, cwd: Path | None = None,
                  began: float | None = None) -> None:
+        from faults.local import LocalContext
+
         self.cluster, self.argv, self.config = cluster, argv, config
         self.fault_specs, self.run, self.seed, self.scale = fault_specs, run, seed, time_scale
         self.run_dir, self.log, self.trace, self.cwd = run_dir, log, trace, cwd or Path.cwd()
         self.t0 = time.monotonic()
         self.reasons: list[str] = []
         self.pool: WorkerPool | None = None
-        self.producer = None
+        self.producer = FrameworkProducer(cluster, config, run_dir, time_scale, seed)
+        self.pg: Any = None
         self.recorder: EffectRecorder | None = None
+        self.before: Any = None                 # the user's schema, fingerprinted before the triggers
         self.faults = load_faults(fault_specs, [f"C{i}" for i in range(1, config.worker.processes + 1)])
         self.rig = RigWatch(cluster, spared_by(self.faults), run_dir, name=f"blackbox-rig-watch-{run}")
+        self.ctx = LocalContext(cluster, seed=seed, time_scale=time_scale, roles={"consumer": []})
+        self.schedule = FaultSchedule(self.ctx, lambda fault, exc: self.reasons.append(failure_text(fault, exc)))
         self.events: list[Any] = []
+        self.poison: list[Any] = []
+        self.broken: list[str] = []             # the rig's failures, once it broke (nothing judged)
+        self.unstarted = ""                     # why the workers never got going (nothing published)
         self.drain_end, self.progress_at, self.drained_at = "", None, 0.0   # set by _drain
+        self.healed_at: float | None = None
+        self.rig_clear, self.live, self.state = False, [], None
         self.phases: list[Phase] = []
         self.clock = PhaseClock(run, self.phases)     # the phase clock, the orchestrator's phase names
         self.clock.enter("reset", since=began)        # (the topology's reset began in run_blackbox)
 
     def execute(self) -> BlackBoxRun:
-        cfg = self.config
-        pg = self.cluster.pg_connect()
         try:
-            if cfg.worker.schema:
-                apply_migration(pg, cfg.worker.schema)
-            cfg.check_schema(pg)
-            before = schema_fingerprint(pg)
-            self.recorder = EffectRecorder(pg, cfg)
-            self.recorder.install()
-            broken: list[str] = []
-            self.clock.enter("arm")
-            self.rig.start()
-            try:
-                return self._observe(pg)
-            except RigBroken as exc:
-                broken = exc.problems
-                return self._rig_failed(broken)
-            except Exception as exc:  # noqa: BLE001 - a dead server's client error: the rig's, if it says so
-                broken = self.rig.failures or topology_problems(self.cluster, self.rig.spared)
-                if not broken:
-                    raise
-                self.log(f"run {self.run}: {type(exc).__name__} while the rig was broken: {exc}")
-                return self._rig_failed(broken)
-            finally:
-                if self.clock.name != "check":      # (after the check: its own clean-up)
-                    self.clock.enter("stop")
-                self.rig.stop()
-                self._stop_processes()
-                self.clock.close()
-                if not broken:     # a dead PostgreSQL keeps no triggers; the next reset renews it
-                    self.recorder.remove()
-                    if schema_fingerprint(pg) != before:
-                        raise RuntimeError("the user's schema differs after the triggers were removed; "
-                                           "this is a framework bug: report it with the run dir "
-                                           f"{self.run_dir}")
+            return run_phases(self)
+        finally:
+            self.rig.stop()
+            self._stop_processes()
+            self.clock.close()
+            self._release()
+
+    def _release(self) -> None:
+        """The triggers removed (the schema proven as it was) and the connection closed; a dead
+        PostgreSQL keeps no triggers (the next reset renews it)."""
+        try:
+            if self.before is not None and not self.broken:
+                self.recorder.remove()
+                if schema_fingerprint(self.pg) != self.before:
+                    raise RuntimeError("the user's schema differs after the triggers were removed; this is a "
+                                       f"framework bug: report it with the run dir {self.run_dir}")
         finally:
             try:
-                pg.close()
+                if self.pg is not None:
+                    self.pg.close()
             except Exception:  # noqa: BLE001 - closing a connection to a dead server
                 pass
 
-    def _rig_failed(self, problems: list[str]) -> BlackBoxRun:
-        """The run stopped on a broken rig: unknown, the components named, nothing else judged."""
-        self._stop_processes()
-        self.log(f"run {self.run}: unknown: the rig failed: {problems[0].splitlines()[0].removesuffix('; log tail:')}")
-        return rig_failed_run(self.run, self.seed, problems, self.events, self.reasons)
+    # -- the sequence's steps -------------------------------------------------------------
+    @contextmanager
+    def phase(self, name: str) -> Iterator[None]:
+        if self.clock.name != name:    # (the reset is under way since run_blackbox began it)
+            self.clock.enter(name)
+        try:
+            yield
+        finally:
+            self.clock.close()
 
-    def _observe(self, pg: Any) -> BlackBoxRun:
+    def stop_event(self) -> threading.Event:
+        return self.ctx.stop_event
+
+    def heal_bound_s(self) -> float:
+        return heal_bound_s(self.scale, self.rig.failed.is_set())
+
+    def cut_bound_s(self) -> float:
+        return RIG_JOIN_S
+
+    def aborted(self, exc: Exception, where: str) -> bool:
+        """A broken rig (its watcher's finding, or a dead server's client error) or workers that
+        never started end the run (the check says which); any other error is raised."""
+        if isinstance(exc, RunAborted) and self.unstarted:
+            return True
+        broken = exc.problems if isinstance(exc, RigBroken) else (
+            self.rig.failures or topology_problems(self.cluster, self.rig.spared))
+        if not broken:
+            return False
+        if not isinstance(exc, RigBroken):
+            self.log(f"run {self.run}: {type(exc).__name__} while the rig was broken: {exc}")
+        self.broken = list(broken)
+        return True
+
+    def reset(self) -> None:
+        """(The topology was reset by run_blackbox) the user's migration, the config checked
+        against the schema, the observing triggers installed."""
+        cfg = self.config
+        self.pg = self.cluster.pg_connect()
+        if cfg.worker.schema:
+            apply_migration(self.pg, cfg.worker.schema)
+        cfg.check_schema(self.pg)
+        before = schema_fingerprint(self.pg)
+        self.recorder = EffectRecorder(self.pg, cfg)
+        self.recorder.install()
+        self.before = before
+
+    def arm(self) -> None:
+        """The rig watched, the stream and group made, the workers connected, the producer's
+        first publish, then the faults."""
         cfg, cluster = self.config, self.cluster
+        self.rig.start()
         events = self.events = intended_events(cfg.workload, random.Random(self.seed))
         poisoned = any(f.name == "poison" for f in self.faults) and cfg.poison is not None
-        poison = poison_events(cfg.workload, cfg.poison.count, events) if poisoned else []   # [poison]
+        self.poison = poison_events(cfg.workload, cfg.poison.count, events) if poisoned else []   # [poison]
         cluster.direct_redis().xgroup_create(cfg.worker.stream, cfg.worker.group, id="0", mkstream=True)
         self.pool = WorkerPool(self.argv, cfg.worker, cluster.worker_links, self.run_dir / "workers",
                                extra_env={"CHAOS_TIME_SCALE": str(self.scale)}, cwd=self.cwd)
@@ -221,44 +260,58 @@ class _Run:
             self.pool.start()
         except WorkerError as exc:
             self.log(f"run {self.run}: {exc}")
-            return unstarted_run(self.run, self.seed, events, str(exc))
+            self.unstarted = str(exc)
+            raise RunAborted(self.unstarted) from exc
         self.log(f"run {self.run}: {len(self.pool.workers)} worker(s) connected; publishing {len(events)} events")
-        from faults.local import LocalContext
-
-        ctx = LocalContext(cluster, seed=self.seed, time_scale=self.scale, roles={"consumer": self.pool.workers})
-        schedule = FaultSchedule(ctx, lambda fault, exc: self.reasons.append(failure_text(fault, exc)))
+        self.ctx.roles["consumer"] = self.pool.workers
+        self.producer.start(events + self.poison)
+        self.producer.wait_first_publish(self._check_rig)   # fault times count from the workload's real t=0
+        self.t0 = time.monotonic()                          # the trace counts from here too
         try:
-            self._start_producer(events + poison)
-            self._wait_first_publish()  # fault times count from the workload's real t=0
-            try:
-                schedule.start(self.faults)
-            except RunAborted as exc:   # healed, its reasons given: the run goes on to its verdict, unknown
-                self.reasons.append(str(exc))
-            self.clock.enter("workload")
-            self._wait_producer(events)
-            self.clock.enter("heal")
-        except BaseException:          # a broken rig (or Ctrl-C): the faults stop and heal what they can
-            ctx.stop_event.set()
-            schedule.heal(lambda: RIG_JOIN_S, report=False)
-            raise
-        schedule.heal(lambda: heal_bound_s(self.scale, self.rig.failed.is_set()))   # they run their course
-        ctx.stop_event.set()
-        healed_at = last_heal(ctx.ops) if schedule.threads else None
-        rig_clear = not self.reasons          # every fault healed, the producer finished
+            self.schedule.start(self.faults)
+        except RunAborted as exc:   # healed, its reasons given: the run goes on to its verdict, unknown
+            self.reasons.append(str(exc))
+
+    def workload(self) -> None:
+        self.producer.wait(self.events, self._check_rig, self.reasons)
+
+    def drainable(self) -> bool:
+        return not (self.broken or self.unstarted)
+
+    def drain(self) -> None:
+        """(The faults healed) the rig checked, the workers left to drain; who exited unexpectedly."""
+        self.healed_at = last_heal(self.ctx.ops) if self.schedule.threads else None
+        self.rig_clear = not self.reasons          # every fault healed, the producer finished
         self._check_rig(force=True)
-        self.clock.enter("drain")
-        state = self._drain(events)
-        live = [w.name for w in self.pool.workers if w.alive()]
+        self.state = self._drain(self.events)
+        self.live = [w.name for w in self.pool.workers if w.alive()]
         for w in self.pool.unexpected_exits():
             self.reasons.append(f"worker {w.name} exited unexpectedly with exit code {w.exit_code()}; "
                                 f"last output:\n{w.output_tail()}")
-        self.clock.enter("stop")
+
+    def stop(self) -> None:
         self._stop_processes()
-        self.clock.enter("check")
+
+    def check(self) -> BlackBoxRun:
+        if not (self.broken or self.unstarted):
+            try:
+                return self._judge()
+            except Exception as exc:  # noqa: BLE001 - the rig's, if it says so
+                if not self.aborted(exc, "check"):
+                    raise
+        if self.unstarted:
+            return unstarted_run(self.run, self.seed, self.events, self.unstarted)
+        self.log(f"run {self.run}: unknown: the rig failed: "
+                 f"{self.broken[0].splitlines()[0].removesuffix('; log tail:')}")
+        return rig_failed_run(self.run, self.seed, self.broken, self.events, self.reasons)
+
+    def _judge(self) -> BlackBoxRun:
+        """The effects, the final rows and Redis state read (on a sound rig) and checked."""
+        cfg, events = self.config, self.events
         effects = self.recorder.read()
-        rows = final_rows(pg, cfg)
+        rows = final_rows(self.pg, cfg)
         keep_observations(self.run_dir, effects, rows)
-        state = self._stream_state(events) or state
+        state = self._stream_state(events) or self.state
         silent = not effects and bool(events)
         if silent:
             tails = "\n".join(f"--- {w.name} (exit code {w.exit_code()}) ---\n{w.output_tail()}"
@@ -267,15 +320,15 @@ class _Run:
                                 f"drain: the worker hangs, fails every job, or writes somewhere the config "
                                 f"does not name\n{tails}")
         self._check_rig(force=True)      # the final state was read from a sound rig
-        history = read_history(self.run_dir) + list(ctx.ops)
+        history = read_history(self.run_dir) + list(self.ctx.ops)
         offset = wall_to_monotonic()
         progress_at = max([t for t in (self.progress_at, max((e.at + offset for e in effects), default=None))
                            if t is not None], default=None)
-        liveness = Liveness(drain_end=self.drain_end, live_workers=live, rig_clear=rig_clear,   # stall: verdict
-                            healed_at=healed_at, ended_at=self.drained_at, progress_at=progress_at)
+        liveness = Liveness(drain_end=self.drain_end, live_workers=self.live, rig_clear=self.rig_clear,
+                            healed_at=self.healed_at, ended_at=self.drained_at, progress_at=progress_at)
         result = check_blackbox_run(cfg, history=history, effects=effects, rows=rows, stream=state, events=events,
                                     offset=offset, run=self.run, seed=self.seed,
-                                    unknown_reasons=self.reasons, liveness=liveness, poison=poison)
+                                    unknown_reasons=self.reasons, liveness=liveness, poison=self.poison)
         if silent:  # a worker that never wrote cannot be judged: its "wrong state" is the rig's, not its own
             result.result.verdict = "unknown"
         trace_and_log(result, run=self.run, seed=self.seed, t0=self.t0, trace=self.trace, log=self.log)
@@ -287,50 +340,6 @@ class _Run:
             self.rig.check(deep=True)
         if self.rig.failed.is_set():
             raise RigBroken(list(self.rig.failures))
-
-    def _start_producer(self, events: list[Any]) -> None:
-        links = self.cluster.worker_links(PRODUCER)
-        # No "t0": the producer's schedule starts when its interpreter is ready (a shared t0
-        # in the past would fire every retry at once); the faults start at its first publish.
-        spec = WorkerSpec(
-            name=PRODUCER, role="producer", run_dir=str(self.run_dir), time_scale=self.scale, seed=self.seed,
-            redis_url=links.redis_url, pg_dsn=links.pg_dsn, sentinels=tuple(getattr(links, "sentinels", ())),
-            master_name=getattr(links, "master_name", ""),
-            role_spec={"producer": {"name": "retrying", "params": {}},
-                       "events": [e.routed(self.config.worker.stream).to_dict() for e in events],
-                       "encoder": {"format": self.config.encoder.format, "fields": self.config.encoder.fields,
-                                   "task_name": self.config.encoder.task_name,
-                                   "poison": self.config.poison.fields if self.config.poison else {}}})
-        path = self.run_dir / f"{PRODUCER}.spec.json"
-        path.write_text(json.dumps(spec.to_json()), encoding="utf-8")
-        root = str(Path(chaos.__file__).resolve().parents[1])
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))}
-        self.producer = spawner.spawn([sys.executable, "-m", "chaos.workload.worker", str(path)],
-                                      log=self.run_dir / f"{PRODUCER}.log", env=env)
-
-    def _wait_first_publish(self, timeout_s: float = 30.0) -> None:
-        """Until the producer wrote its first op: a slow interpreter start must not let a
-        fault at at_ms=500 fire before the first event is out."""
-        path = history_dir(self.run_dir) / f"{PRODUCER}.jsonl"
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline and self.producer.poll() is None:
-            if path.exists() and b'"f":"publish"' in path.read_bytes():
-                break
-            self._check_rig()
-            time.sleep(0.002)
-        self.t0 = time.monotonic()  # the trace counts from here too
-
-    def _wait_producer(self, events: list[Any]) -> None:
-        """Until the producer exits (a failing one is the framework's error), within its budget
-        (the one wait, hard-bounded: a producer past it is a reason, verdict unknown)."""
-        budget = (len(events) * self.config.workload.gap_ms + 3000) * self.scale / 1000 + 30
-        if wait.watch(lambda: self.producer.poll() is not None, budget, wait.NoProgress(), 0.0, self._check_rig,
-                      slow_factor=0.0, sleep_s=PRODUCER_POLL_S) is not None:
-            self.reasons.append(f"the producer did not finish within {budget:.0f} s")
-            return
-        if self.producer.returncode != 0:
-            raise RuntimeError(f"the framework's producer exited with {self.producer.returncode}:\n"
-                               f"{tail(self.run_dir / f'{PRODUCER}.log', TAIL_LINES)}")
 
     def _stream_state(self, events: list[Any], *, final: bool = True) -> StreamState | None:
         cfg = self.config
@@ -354,8 +363,7 @@ class _Run:
         return progress.state
 
     def _stop_processes(self) -> None:
-        if self.producer is not None:
-            spawner.stop(self.producer, signal.SIGTERM, timeout=3.0)
+        self.producer.stop()
         if self.pool is not None:
             self.pool.stop()
 

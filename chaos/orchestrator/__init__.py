@@ -17,9 +17,10 @@ its verdict is `unknown` with the component named in ``rig_failures``, and it st
 a RunResult (empty counts when the final state cannot be read).
 
 Where each part lives: cell.py the cell loop (`run_cell`: N runs, the summary, notes,
-tidying); sequence.py the order of one run's phases; phases.py reset, arm, workload and
-heal; drain.py the drain and what its end explains; check.py the final state, the checker
-and the run's metrics; run.py the run's state and the wait loop the phases share;
+tidying); sequence.py the order of one run's phases, the one sequence of both runners
+(`run_phases` over a runner's steps: `Orchestrated` there, the black box's session);
+phases.py reset, arm and workload (faultthreads.py the faults' schedule and heal); drain.py
+the drain and what its end explains; check.py the final state, the checker and the run's metrics; run.py the run's state and the wait loop the phases share;
 workers.py the worker processes; rigwatch.py the one rig watcher; primary.py the
 orchestrator's Redis client that follows the primary; faultcontext.py the FaultContext;
 notes.py the faults' phases and notes from the history.

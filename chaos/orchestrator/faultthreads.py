@@ -4,7 +4,9 @@ gives the fault context (how its workers are found and its fault ops recorded) a
 fault's failure goes; arming, the heal bound and the failure's text are decided here once."""
 from __future__ import annotations
 
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from chaos.orchestrator.workers import RunAborted
@@ -29,6 +31,7 @@ class FaultSchedule:
     def __init__(self, ctx: Any, failed: Callable[[Any, BaseException], None]) -> None:
         self.ctx, self.failed = ctx, failed
         self.threads: list[Any] = []
+        self.cut = False        # the run was cut short (see `acting`)
 
     def start(self, faults: list[Any]) -> None:
         """Arm and start each fault in order. One that cannot be armed is healed (what it did
@@ -58,3 +61,47 @@ class FaultSchedule:
             except Exception as exc:  # noqa: BLE001 - FaultError and anything else: verdict unknown
                 if report:
                     self.failed(thread.fault, exc)
+
+
+@contextmanager
+def acting(schedule: FaultSchedule, stop_event: threading.Event, bound_s: Callable[[], float], *,
+           run_course: bool = False, cut_bound_s: Callable[[], float] | None = None,
+           report_cut: bool = True, healing: Callable[[], Any] | None = None) -> Iterator[FaultSchedule]:
+    """The faults act while the body runs (the body calls ``schedule.start(faults)`` at its
+    moment); leaving it, each is joined (at most ``bound_s()``) and healed, inside ``healing()``
+    (the heal phase) when given.
+
+    * The body ends normally: with ``run_course`` each fault runs its course first and
+      ``stop_event`` is set after (the black box); without, ``stop_event`` is set first, so the
+      faults stop when the workload ends (the orchestrator).
+    * The body is cut short (an exception, Ctrl-C, or ``schedule.cut`` set by the runner for a
+      broken rig): ``stop_event`` first, the bound ``cut_bound_s`` (default ``bound_s``), and a
+      fault's failure handed on only with ``report_cut``; the exception goes on.
+    """
+    schedule.cut = False
+    try:
+        yield schedule
+    except BaseException:
+        schedule.cut = True
+        _heal(schedule, stop_event, bound_s, False, cut_bound_s, report_cut, healing)
+        raise
+    _heal(schedule, stop_event, bound_s, run_course, cut_bound_s, report_cut, healing)
+
+
+def _heal(schedule: FaultSchedule, stop_event: threading.Event, bound_s: Callable[[], float], run_course: bool,
+          cut_bound_s: Callable[[], float] | None, report_cut: bool, healing: Callable[[], Any] | None) -> None:
+    with healing() if healing is not None else _nothing():
+        if schedule.cut:
+            stop_event.set()
+            schedule.heal(cut_bound_s or bound_s, report=report_cut)
+        elif run_course:
+            schedule.heal(bound_s)
+            stop_event.set()
+        else:
+            stop_event.set()
+            schedule.heal(bound_s)
+
+
+@contextmanager
+def _nothing() -> Iterator[None]:
+    yield

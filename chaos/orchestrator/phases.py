@@ -1,5 +1,5 @@
-"""One run's phases before the drain: reset, arm, workload, heal (the drain is in drain.py,
-the check in check.py, their order in sequence.py)."""
+"""One run's phases before the drain: reset, arm, workload (the heal is faultthreads.acting's,
+the drain in drain.py, the check in check.py, their order in sequence.py)."""
 from __future__ import annotations
 
 import random
@@ -12,7 +12,7 @@ import redis
 from chaos.events import Event
 from chaos.orchestrator.cellcontext import CellContext
 from chaos.orchestrator.faultcontext import RunContext
-from chaos.orchestrator.faultthreads import FaultSchedule, failure_text, heal_bound_s
+from chaos.orchestrator.faultthreads import FaultSchedule, failure_text
 from chaos.orchestrator.run import Run
 from chaos.strategies.delivery.base import GROUP
 from chaos.strategies.plan import CONSUMER, PRODUCER, ProcessPlan
@@ -78,11 +78,6 @@ def arm(run: Run, producer_plans: list[ProcessPlan], faults: list[Any], schedule
 def fault_schedule(run: Run) -> FaultSchedule:
     """The run's faults, acting through its RunContext; a failure is a reason and a fault error."""
     return FaultSchedule(RunContext(run), lambda fault, exc: fault_failed(run, fault, exc))
-
-
-def heal(run: Run, schedule: FaultSchedule) -> None:
-    """Wait for each fault's thread, then heal it (the bound shortens once the rig failed)."""
-    schedule.heal(lambda: heal_bound_s(run.cell.time_scale, run.rig.failed.is_set()))
 
 
 def fault_failed(run: Run, fault: Any, exc: BaseException) -> None:

@@ -1,83 +1,176 @@
-"""The order of one run's phases: reset, arm, workload, heal, drain, stop, check.
+"""The order of one run's phases, the one sequence of both runners: reset, arm, workload,
+(the faults acting from the arm on) heal, drain, stop, check.
 
-A rig failure or a run that could not start ends the phases before the drain at once; the
-heal and the stop always happen; the drain runs only on a sound rig when nothing but an
-unexpected worker death, or a workload that stalled with its producers done, went wrong
-(drain.drainable); the check always gives a RunResult.
+`run_phases(steps)` holds the order; a `Steps` object says how its runner starts the workers
+and observes the effects: the orchestrator's `Orchestrated` below (worker processes of its own,
+the history they write), the black box's `chaos.blackbox.session._Run` (the team's command, the
+triggers' effects). An error before the heal that the steps recognise (`aborted`: a rig failure,
+a run that could not start) ends those phases at once; the faults are then healed as
+`faultthreads.acting` says; the stop always happens; the drain runs only when the steps find it
+`drainable`; the check always gives the steps' result.
 """
 from __future__ import annotations
 
 import time
-from typing import Any
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from typing import Any, Protocol, TypeVar
 
 from chaos.orchestrator import check as checking
 from chaos.orchestrator import phases
 from chaos.orchestrator.drain import drain, drainable
+from chaos.orchestrator.faultthreads import FaultSchedule, acting, heal_bound_s
 from chaos.orchestrator.rigwatch import RIG_ERRORS
 from chaos.orchestrator.run import Run
 from chaos.orchestrator.workers import RunAborted
 from chaos.results import RunMetrics, RunResult
 from chaos.workload.progress import ProgressWatch
 
+R = TypeVar("R", covariant=True)
+
+
+class Steps(Protocol[R]):
+    """What one runner does in each phase (the order is `run_phases`'s)."""
+
+    schedule: FaultSchedule       # the run's faults; the arm starts them at its moment
+    run_course: bool              # the faults run their course after the workload (else stopped when it ends)
+    report_cut: bool              # a fault's failure counts when the run was cut short
+
+    def phase(self, name: str) -> AbstractContextManager[Any]: ...
+    def stop_event(self) -> Any: ...
+    def heal_bound_s(self) -> float: ...
+    def cut_bound_s(self) -> float: ...
+    def aborted(self, exc: Exception, where: str) -> bool: ...   # recorded (True), or not the run's (raised)
+    def reset(self) -> None: ...
+    def arm(self) -> None: ...
+    def workload(self) -> None: ...
+    def drainable(self) -> bool: ...
+    def drain(self) -> None: ...
+    def stop(self) -> None: ...
+    def check(self) -> R: ...
+
+
+def run_phases(steps: Steps[R]) -> R:
+    """Every phase of one run, in order; the steps' result."""
+    try:
+        _until_heal(steps)
+        if steps.drainable():
+            with steps.phase("drain"):
+                _guarded(steps, steps.drain, "drain")
+    finally:
+        with steps.phase("stop"):
+            steps.stop()
+    with steps.phase("check"):
+        return steps.check()
+
+
+def _until_heal(steps: Steps[Any]) -> None:
+    """Reset, arm and workload with the faults acting; whatever ends them, the faults are healed."""
+    with acting(steps.schedule, steps.stop_event(), steps.heal_bound_s, run_course=steps.run_course,
+                cut_bound_s=steps.cut_bound_s, report_cut=steps.report_cut, healing=lambda: steps.phase("heal")):
+        if not _guarded(steps, lambda: _before_heal(steps), "workload"):
+            steps.schedule.cut = True
+
+
+def _before_heal(steps: Steps[Any]) -> None:
+    with steps.phase("reset"):
+        steps.reset()
+    with steps.phase("arm"):
+        steps.arm()
+    with steps.phase("workload"):
+        steps.workload()
+
+
+def _guarded(steps: Steps[Any], body: Callable[[], None], where: str) -> bool:
+    """Run `body`; an error the steps recognise is recorded (False), any other raised."""
+    try:
+        body()
+    except Exception as exc:
+        if not steps.aborted(exc, where):
+            raise
+        return False
+    return True
+
+
+class Orchestrated:
+    """The orchestrator's steps: its own worker processes (fork server), effects read from the
+    history they write and the final state (phases.py, drain.py, check.py)."""
+
+    run_course = False     # the faults stop when the workload ends
+    report_cut = True      # a fault that failed on a broken rig is still a reason
+
+    def __init__(self, run: Run) -> None:
+        self.run = run
+        self.events, self.producer_plans = run.workload or phases.plan_workload(run.cell.strategy, run.seed)
+        run.workload = None
+        self.faults = run.cell.new_faults()
+        run.workers.fault_failpoints = [f.failpoints() for f in self.faults]
+        self.schedule = phases.fault_schedule(run)
+        self.history: Any = None
+        self.notes: Any = None
+
+    def phase(self, name: str) -> AbstractContextManager[Any]:
+        return self.run.phase(name)
+
+    def stop_event(self) -> Any:
+        return self.run.stop_event
+
+    def heal_bound_s(self) -> float:
+        return heal_bound_s(self.run.cell.time_scale, self.run.rig.failed.is_set())
+
+    cut_bound_s = heal_bound_s    # (the orchestrator heals a cut run as any other)
+
+    def aborted(self, exc: Exception, where: str) -> bool:
+        run = self.run
+        if isinstance(exc, RunAborted) and where == "workload":
+            run.reasons.append(str(exc))
+        elif isinstance(exc, RIG_ERRORS):
+            run.rig_error(exc, where)
+        elif isinstance(exc, OSError):
+            run.disk_full_or_raise(exc)
+        else:
+            return False
+        return True
+
+    def reset(self) -> None:
+        phases.reset(self.run, self.events)
+
+    def arm(self) -> None:
+        run = self.run
+        run.rig.start()       # after the reset: a reset restarts servers on purpose
+        run.rig.check(deep=True)
+        run.raise_if_rig_failed()
+        phases.arm(run, self.producer_plans, self.faults, self.schedule)
+
+    def workload(self) -> None:
+        self.run.progress = ProgressWatch(self.run.dir)   # (the check reads the history from its files)
+        phases.workload(self.run, self.events)
+
+    def drainable(self) -> bool:
+        return drainable(self.run)
+
+    def drain(self) -> None:
+        drain(self.run, self.events)
+
+    def stop(self) -> None:
+        self.run.workers.stop_all(self.run.t0)
+
+    def check(self) -> RunResult:
+        result, self.history, self.notes = checking.check(self.run, self.events, self.faults)
+        return result
+
 
 def execute(run: Run) -> tuple[RunResult, RunMetrics]:
     """Every phase of `run`, in order; its result and metrics."""
     try:
-        return _execute(run)
+        started = time.monotonic()
+        run.open_histories()
+        steps = Orchestrated(run)
+        run.t0 = time.monotonic()
+        result = run_phases(steps)
+        metrics = checking.measure(run, steps.history, steps.notes, started)
+        checking.trace(run, result, steps.history)
+        return result, metrics
     finally:
         if run.progress is not None:
             run.progress.release()   # (history() did, unless the run ended before it)
-
-
-def _execute(run: Run) -> tuple[RunResult, RunMetrics]:
-    started = time.monotonic()
-    run.open_histories()
-    events, producer_plans = run.workload or phases.plan_workload(run.cell.strategy, run.seed)
-    run.workload = None
-    faults = run.cell.new_faults()
-    run.workers.fault_failpoints = [f.failpoints() for f in faults]
-    run.t0 = time.monotonic()
-    try:
-        _until_heal(run, events, producer_plans, faults)
-        if drainable(run):
-            with run.phase("drain"):
-                try:
-                    drain(run, events)
-                except RIG_ERRORS as exc:
-                    run.rig_error(exc, "drain")
-                except OSError as exc:
-                    run.disk_full_or_raise(exc)
-    finally:
-        with run.phase("stop"):
-            run.workers.stop_all(run.t0)
-    with run.phase("check"):
-        result, history, notes = checking.check(run, events, faults)
-    metrics = checking.measure(run, history, notes, started)
-    checking.trace(run, result, history)
-    return result, metrics
-
-
-def _until_heal(run: Run, events: list, producer_plans: list, faults: list[Any]) -> None:
-    """Reset, arm and workload; whatever ends them, the faults are stopped and healed."""
-    schedule = phases.fault_schedule(run)
-    try:
-        with run.phase("reset"):
-            phases.reset(run, events)
-        run.rig.start()       # after the reset: a reset restarts servers on purpose
-        run.rig.check(deep=True)
-        run.raise_if_rig_failed()
-        with run.phase("arm"):
-            phases.arm(run, producer_plans, faults, schedule)
-        run.progress = ProgressWatch(run.dir)   # (the check reads the history from its files)
-        with run.phase("workload"):
-            phases.workload(run, events)
-    except RunAborted as exc:
-        run.reasons.append(str(exc))
-    except RIG_ERRORS as exc:
-        run.rig_error(exc, "workload")
-    except OSError as exc:
-        run.disk_full_or_raise(exc)
-    finally:
-        run.stop_event.set()
-        with run.phase("heal"):
-            phases.heal(run, schedule)

@@ -57,7 +57,8 @@ def read_rows(conn: psycopg.Connection) -> dict[str, dict]:
 
 
 def read_projection(conn: psycopg.Connection) -> dict[str, int]:
-    return dict(conn.execute("SELECT key, count FROM projection").fetchall())
+    intern = sys.intern   # (the keys the rows and the checker hold: one copy each)
+    return {intern(k): n for k, n in conn.execute("SELECT key, count FROM projection")}
 
 
 def read_outbox(conn: psycopg.Connection) -> list[dict]:

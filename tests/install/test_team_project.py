@@ -20,6 +20,10 @@ import pytest
 from install_helpers import ROOT, clean_env, make_venv
 
 pytestmark = pytest.mark.slow(seconds=240)
+# The two tests that only read the shared venv are dispatched late (conftest.py orders by these
+# figures), when the first test has built it: started beside it, each would wait for the build
+# on an otherwise idle xdist worker (about 60 s each at -n 4).
+READS_THE_BUILT_VENV = pytest.mark.slow(seconds=10)
 
 TEAM = ROOT / "examples" / "team-project"
 UNRELATED = "def test_adds():\n    assert 1 + 1 == 2\n"
@@ -71,6 +75,7 @@ def team_venv(chaos_wheel, shared_once):
     return Path(built["python"]), Path(built["where"]), tuple(built["before"])
 
 
+@READS_THE_BUILT_VENV
 def test_an_unrelated_project_sees_no_change(team_venv):
     python, where, before = team_venv
     after = _run_unrelated(python, where / "unrelated")
@@ -79,6 +84,7 @@ def test_an_unrelated_project_sees_no_change(team_venv):
     assert not {"environment.properties", "categories.json"} & set(after[1]["files"]), after[1]["files"]
 
 
+@READS_THE_BUILT_VENV
 def test_the_installed_package_is_the_wheel_not_the_checkout(team_venv):
     python, where, _ = team_venv
     code = ("import chaos, chaos.cluster.compose as c, pathlib; "

@@ -214,6 +214,16 @@ def test_no_import_cycles_between_parts_of_the_house() -> None:
     assert not cycles, "parts of the house that import each other:\n" + "\n".join(text)
 
 
+def test_no_import_cycles_between_modules() -> None:
+    """Within a part too: two modules that import each other (even for a type only, under
+    TYPE_CHECKING) are one module in two files; move what both need into a third."""
+    edges: dict[str, set[str]] = defaultdict(set)
+    for i in imports():
+        edges[_module_of(ROOT / i.path)].add(i.module)
+    cycles = _cycles(edges)
+    assert not cycles, "modules that import each other: " + "; ".join(" <-> ".join(c) for c in cycles)
+
+
 def test_the_cycle_finder_finds_a_cycle() -> None:
     """The rule above can fail: a two-part loop and a three-part loop are found, a chain is not."""
     assert _cycles({"a": {"b"}, "b": {"a"}}) == [["a", "b"]]

@@ -96,15 +96,15 @@ def run_spec(cluster: Any, spec: CellSpec, *, strategy: Strategy | None = None,
     _validate(time_scale, runs, failpoints, {"workload_bound_s": workload_bound_s, "stall_s": stall_s})
     strategy = strategy or resolve(spec.preset, parts=spec.part_texts)
     sources = list(fault_objects) if fault_objects is not None else list(spec.faults)
-    for source in sources:
-        make_fault(source)  # BadArguments now, before anything starts
+    made = [make_fault(source) for source in sources]  # BadArguments now, before anything starts
     root = Path(run_root) if run_root else runs_dir(cluster) / (
         f"{strategy.preset}-{time.strftime('%H%M%S')}-{os.getpid()}-{random.randrange(10**6)}")
     root.mkdir(parents=True, exist_ok=True)
-    cell = CellContext(cluster, strategy, sources, time_scale, failpoints, root, trace, workload_bound_s, stall_s)
+    cell = CellContext(cluster, strategy, sources, time_scale, failpoints, root, trace, workload_bound_s, stall_s,
+                       made=made)
     # the first run's workload: the faults' check needs its producer roles (then the run uses it)
     first = plan_workload(strategy, seed) if sources else None
-    _check_faults(cell, sources, first[1] if first else [])
+    _check_faults(cell, made, first[1] if first else [])
     started = time.monotonic()
     results, metrics, fault_errors = [], [], []
     phases: list[Phase] = []
@@ -137,16 +137,17 @@ def run_spec(cluster: Any, spec: CellSpec, *, strategy: Strategy | None = None,
     return summary
 
 
-def _check_faults(cell: CellContext, specs: list[Any], producer_plans: list[ProcessPlan]) -> None:
-    """Each fault's check against the roles and failpoints the cell's processes have."""
-    if not specs:
+def _check_faults(cell: CellContext, faults: list[Any], producer_plans: list[ProcessPlan]) -> None:
+    """Each fault's check (the instances made once for the cell: each run makes its own) against
+    the roles and failpoints the cell's processes have."""
+    if not faults:
         return
     from faults.interface import Plan
     roles = cell.plan_roles(producer_plans)
     points = {role: fp.role_failpoints(role) for role in roles}
     plan = Plan(roles=roles, failpoints=points, strategy=cell.strategy,
                 backend=str(getattr(cell.cluster, "backend", "")))
-    for fault in cell.new_faults():
+    for fault in faults:
         fault.check(plan)
 
 

@@ -19,7 +19,8 @@ class CellContext:
 
     def __init__(self, cluster: Any, strategy: Strategy, fault_specs: list[Any], time_scale: float,
                  failpoints: dict[str, dict], root: Path, trace: Callable[[str], None] | None,
-                 workload_bound_s: float | None = None, stall_s: float | None = None) -> None:
+                 workload_bound_s: float | None = None, stall_s: float | None = None,
+                 made: list[Any] | None = None) -> None:
         self.cluster, self.strategy, self.fault_specs = cluster, strategy, fault_specs
         self.workload_bound_s, self.stall_s = workload_bound_s, stall_s
         self.time_scale, self.extra_failpoints, self.root, self.trace = time_scale, failpoints, root, trace
@@ -31,8 +32,9 @@ class CellContext:
             plan.respawn_ms = strategy.delivery.respawn_ms
         self._conn = None
         self.redis = PrimaryRedis(cluster)
-        # rig components the configured faults may kill or stop (not a rig failure when they do)
-        self.spared: set[str] = spared_by(self.new_faults())
+        # rig components the configured faults may kill or stop (not a rig failure when they do);
+        # `made`: the cell's faults already made once from the specs (run_spec's check)
+        self.spared: set[str] = spared_by(self.new_faults() if made is None else made)
         self.pg_gone = False      # PostgreSQL failed under a run: not asked again
 
     def conn(self):

@@ -9,7 +9,7 @@ def test_no_duplicate_emails_when_a_worker_dies(blackbox):
 
 ``blackbox(command=None, config=None, *, fault=None, runs=None, seed=None, time_scale=None,
 expect=None)`` runs the consumer on the test's freshly reset ``cluster`` and returns a
-``BlackBoxRuns`` (``.count(name)``, ``.cell`` the checker's CellResult, ``.extra`` the
+``BlackBoxRuns`` (``.count(name)``, ``.cell`` the CellResult (chaos.results), ``.extra`` the
 black-box figures, ``.runs``). The marker gives defaults for command and config;
 ``config`` is a path to the TOML file or the same structure as a dict. ``expect``
 (merged over the config's ``[expect]``) raises AssertionError naming each broken bound,

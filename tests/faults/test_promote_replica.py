@@ -21,7 +21,6 @@ from faults.effects import TOOK_BACK, missing
 from faults.local import FaultThread, LocalContext
 
 STREAM, GROUP = "orders", "g"
-MARGIN_S = 0.3  # replication through the proxy may lag this much on a loaded machine
 HOLD_WRITES = 40    # writes the hold waits for: the loss it shows
 HOLD_CAP_S = 20.0   # ... for at most this long (a writer starved this long is a broken rig)
 
@@ -33,11 +32,11 @@ def client(url: str) -> redis.Redis:
 
 @dataclass
 class Writer:
-    """XADDs in a loop through the clients' proxy; keeps each acked id with its ack time."""
+    """XADDs in a loop through the clients' proxy; keeps each acked id with its send and ack times."""
 
     url: str
     wait_replicas: bool = False
-    acked: list[tuple[str, float, int | None]] = field(default_factory=list)   # (id, sent at, WAIT answer)
+    acked: list[tuple[str, float, float, int | None]] = field(default_factory=list)   # (id, sent, acked, WAIT answer)
     errors: int = 0
     stop: threading.Event = field(default_factory=threading.Event)
 
@@ -49,8 +48,9 @@ class Writer:
             try:
                 sent = time.monotonic()
                 entry = r.xadd(STREAM, {"n": str(n)})
+                acked = time.monotonic()
                 confirmed = int(r.execute_command("WAIT", 1, 50)) if self.wait_replicas else None
-                self.acked.append((entry, sent, confirmed))
+                self.acked.append((entry, sent, acked, confirmed))
             except redis.RedisError:
                 self.errors += 1
                 time.sleep(0.005)
@@ -73,19 +73,28 @@ class HoldUntilWrites(LocalContext):
     The fault's sleep right after its ``hold`` op lasts ``hold_ms`` and then until the
     writer has ``writes`` writes acked that it sent after the hold began (at most
     ``HOLD_CAP_S``). A wall-clock hold of 400 ms saw 4 writes once, with the writer
-    thread starved on a loaded machine, and showed nothing."""
+    thread starved on a loaded machine, and showed nothing. Its first sleep (``at_ms``,
+    before the hold) ends once the replica has applied everything the primary had at
+    ``synced_at``: every write acked before that is replicated (a time margin instead
+    assumed how far a loaded replication proxy may lag)."""
 
     writer: Writer | None = None
     writes: int = HOLD_WRITES
+    synced_at: float = 0.0
 
     def sleep(self, ms: float) -> bool:
-        last = self.ops[-1] if self.ops else {"value": {}}
+        if not self.ops:
+            awake = super().sleep(ms)
+            self.synced_at = time.monotonic()
+            self.cluster.wait_replication(timeout=HOLD_CAP_S)
+            return awake
+        last = self.ops[-1]
         if last["value"].get("step") != "hold" or self.writer is None:
             return super().sleep(ms)
         time.sleep(self.scale(ms))
         held, acked = last["time"], self.writer.acked
         while time.monotonic() < held + HOLD_CAP_S and not self.stop_event.is_set():
-            if sum(1 for _, sent, _ in acked[-4 * self.writes:] if sent > held) >= self.writes:
+            if sum(1 for _, sent, _, _ in acked[-4 * self.writes:] if sent > held) >= self.writes:
                 break
             time.sleep(0.005)
         return not self.stop_event.is_set()
@@ -110,19 +119,21 @@ def test_held_replication_loses_every_write_acked_while_held(cluster, hold: str)
     assert cluster.failed_over and ctx.phases("promote-replica") == ["start", "info", "stop"]
     held, killed, promoted = op_time(ctx, "hold"), op_time(ctx, "kill"), op_time(ctx, "promote")
     present = promoted_ids(cluster)
-    # Times are when the XADD was sent: one sent after the hold was in place must be lost.
-    in_hold = [e for e, t, _ in writer.acked if held < t < killed]
-    before = [e for e, t, _ in writer.acked if t < held - MARGIN_S]
-    after = [e for e, t, _ in writer.acked if t > promoted]
-    lost = [e for e, _, _ in writer.acked if e not in present]
+    # One sent after the hold was in place must be lost; one acked before the replica was seen
+    # to have everything the primary had (ctx.synced_at, before the hold) must survive.
+    in_hold = [e for e, t, _, _ in writer.acked if held < t < killed]
+    before = [e for e, _, acked, _ in writer.acked if acked < ctx.synced_at]
+    after = [e for e, t, _, _ in writer.acked if t > promoted]
+    lost = [e for e, _, _, _ in writer.acked if e not in present]
     figures = (f"acked={len(writer.acked)} before_hold={len(before)} in_hold={len(in_hold)} "
                f"after_promote={len(after)} lost={len(lost)} errors={writer.errors}")
     assert len(in_hold) >= HOLD_WRITES, f"too few writes in {HOLD_CAP_S} s of hold: {figures}"
     assert set(in_hold) <= set(lost), f"a write acked while held survived the failover: {figures}"
     assert all(e in present for e in before), f"a write replicated before the hold was lost: {figures}"
     assert all(e in present for e in after), f"a write acked by the promoted node is missing: {figures}"
-    lost_times = [t for e, t, _ in writer.acked if e not in present]
-    assert min(lost_times) > held - MARGIN_S and max(lost_times) < promoted, f"loss outside the window: {figures}"
+    lost_times = [(sent, acked) for e, sent, acked, _ in writer.acked if e not in present]
+    assert min(a for _, a in lost_times) > ctx.synced_at and max(s for s, _ in lost_times) < promoted, \
+        f"loss outside the window: {figures}"
     assert fault.report["unreplicated_bytes"] > 0, fault.report
 
 
@@ -146,8 +157,8 @@ def test_wait_confirmed_writes_survive_and_unconfirmed_are_the_loss(cluster) -> 
         FaultThread(fault, ctx).start().join(30 + HOLD_CAP_S)
         time.sleep(0.2)
     present = promoted_ids(cluster)
-    confirmed = [e for e, _, c in writer.acked if c]
-    unconfirmed = [e for e, _, c in writer.acked if not c]
+    confirmed = [e for e, _, _, c in writer.acked if c]
+    unconfirmed = [e for e, _, _, c in writer.acked if not c]
     lost_confirmed = [e for e in confirmed if e not in present]
     lost_unconfirmed = [e for e in unconfirmed if e not in present]
     figures = (f"acked={len(writer.acked)} confirmed={len(confirmed)} lost_confirmed={len(lost_confirmed)} "

@@ -37,10 +37,13 @@ CHILD_SESSION_MODULES = {
 }
 
 # Single tests far longer than their module's or kind's figure (node id prefixes; pytest
-# --durations of whole runs at -n 4, load 13-20): the two kill-consumer cells that work off
-# 2000 jobs of 5 ms after the kill, the WAIT comparison (two failover cells), the shard test
-# that collects the whole suite twice.
+# --durations of whole runs at -n 4, load 13-20, and 8-9 for the two failover rows): the two
+# kill-consumer cells that work off 2000 jobs of 5 ms after the kill, the WAIT comparison
+# (two failover cells), the failover rows whose measured reorder rates need the most runs
+# (72 and 62 s), the shard test that collects the whole suite twice.
 LONG_TESTS = {
+    "suites/failover/test_failover.py::test_failover_cell[p2-entry-id]": 70.0,
+    "suites/failover/test_failover.py::test_failover_cell[inbox]": 60.0,
     "suites/delivery/test_kill_consumer.py::test_kill_consumer_cell[ack-after:respawn=1": 50.0,
     "suites/failover/test_failover.py::test_wait_confirmed_producer_loses_far_less": 50.0,
     "tests/nightly/test_shard.py::test_shards_of_the_real_collection_are_disjoint_and_cover_it": 50.0,

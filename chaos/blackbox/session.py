@@ -146,7 +146,7 @@ class _Run:
     def __init__(self, cluster: Any, argv: list[str], config: WorkerConfig, fault_specs: Sequence[Spec],
                  run: int, seed: int, time_scale: float, run_dir: Path, log: Callable[[str], None],
                  trace: Callable[[str], None] | None = None, cwd: Path | None = None,
-                 began: float | None = None) -> None:
+                 reset_topology: bool = True) -> None:
         from faults.local import LocalContext
 
         self.cluster, self.argv, self.config = cluster, argv, config
@@ -172,7 +172,7 @@ class _Run:
         self.rig_clear, self.live, self.state = False, [], None
         self.phases: list[Phase] = []
         self.clock = PhaseClock(run, self.phases)     # the phase clock, the orchestrator's phase names
-        self.clock.enter("reset", since=began)        # (the topology's reset began in run_blackbox)
+        self.reset_topology = reset_topology          # (False: the caller got a freshly reset one)
 
     def execute(self) -> BlackBoxRun:
         try:
@@ -202,8 +202,7 @@ class _Run:
     # -- the sequence's steps -------------------------------------------------------------
     @contextmanager
     def phase(self, name: str) -> Iterator[None]:
-        if self.clock.name != name:    # (the reset is under way since run_blackbox began it)
-            self.clock.enter(name)
+        self.clock.enter(name)
         try:
             yield
         finally:
@@ -233,9 +232,11 @@ class _Run:
         return True
 
     def reset(self) -> None:
-        """(The topology was reset by run_blackbox) the user's migration, the config checked
-        against the schema, the observing triggers installed."""
+        """The topology reset, the user's migration, the config checked against the schema, the
+        observing triggers installed."""
         cfg = self.config
+        if self.reset_topology:
+            self.cluster.reset()
         self.pg = self.cluster.pg_connect()
         if cfg.worker.schema:
             apply_migration(self.pg, cfg.worker.schema)
@@ -487,11 +488,9 @@ def run_blackbox(cluster: Any, command: str | list[str], config: WorkerConfig, *
     for n in range(runs):
         run_dir = root / f"blackbox-{int(time.time() * 1000)}-{n}"
         run_dir.mkdir(parents=True, exist_ok=True)
-        began = time.monotonic()
         try:
-            if reset or n > 0:
-                cluster.reset()
-            run = _Run(cluster, argv, config, fault_specs, n, seed + n, time_scale, run_dir, say, trace, cwd, began)
+            run = _Run(cluster, argv, config, fault_specs, n, seed + n, time_scale, run_dir, say, trace, cwd,
+                       reset_topology=reset or n > 0)
             try:
                 cell.runs.append(run.execute())
             finally:
@@ -499,7 +498,7 @@ def run_blackbox(cluster: Any, command: str | list[str], config: WorkerConfig, *
                 cell.phases += run.phases
         except BadArguments:
             raise
-        except Exception as exc:  # noqa: BLE001 - a reset or connection on a broken rig: the rig's failure
+        except Exception as exc:  # noqa: BLE001 - an error the run's own rig check did not explain
             problems = topology_problems(cluster)
             if not problems:
                 raise

@@ -17,21 +17,22 @@ import time
 from typing import Any
 
 from chaos.params import Param
-from faults.effects import took_back_met
+from faults.effects import DIED_MID_WORK, TOOK_BACK, took_back_met
 from faults.helpers import ToxicSet, raise_if, wait_for_entries, workload_streams
-from faults.interface import FaultContext, FaultError
+from faults.interface import Fault, FaultContext, FaultError
 
 PROBE_KEY = "chaos:replication-probe"
 COUNT_CAP = 10000          # entries counted per stream and kind (a figure, not a bound)
 POLL_MS = 5                # how often hold_until reads both servers
 SETTLED_S = 0.1            # a replica offset unchanged this long behind a held link has had its last byte
-# What `until` may name: the failover takes back processed work (reread), or an acked
-# entry nobody read (unread).
-TAKEN_BACK = ("reread", "unread")
+# What `until` may name: the failover hands out again an entry read (reread) or acked
+# (unacked) after the replica's last byte, or takes away an acked entry nobody read (unread).
+TAKEN_BACK = ("reread", "unacked", "unread")
 UNTIL_PARAMS = (
     Param("until", (), "keep the link held (after the fault's own wait) until the failover would take "
-          "these back, read on both servers: reread = an entry the replica holds that a consumer read or "
-          "acked on the primary after the replica's last byte (it is delivered again), unread = an acked "
+          "these back, read on both servers: reread = an entry the replica holds that a consumer read on the "
+          "primary after the replica's last byte (new again to XREADGROUP >), unacked = one a consumer acked "
+          "after it (pending again), unread = an acked "
           "entry the replica never got that no consumer has read (it is lost); joined by '/'. Empty: kill "
           "without looking", kind=tuple, choices=TAKEN_BACK),
     Param("until_ms", 20000, "how long `until` may keep the link held (unscaled); then the kill comes anyway "
@@ -222,3 +223,30 @@ class KillAndPromote:
             except Exception as exc:  # noqa: BLE001
                 errors.append(f"promote replica: {exc}")
         return errors
+
+
+class FailoverFault(Fault):
+    """A fault that ends in a KillAndPromote (promote-replica, replica-overflow): its arm
+    builds the failover (replication confirmed first) and its report; `until` given, the
+    run's effect is took-back (the kill op must show what the kill waited for), else
+    died-mid-work (judged at the kill op). Subclasses declare UNTIL_PARAMS among theirs."""
+
+    effect = DIED_MID_WORK
+    takes_down = frozenset({"redis"})   # kills the primary
+
+    def validate(self) -> None:
+        if self.until:
+            self.effect = TOOK_BACK
+
+    def arm(self, ctx: FaultContext) -> None:
+        self.armed_for = id(ctx)
+        self.failover = KillAndPromote(self.name, ctx.cluster)
+        self.report = self.failover.report
+
+    def armed(self, ctx: FaultContext) -> bool:
+        """Whether this run armed it (a fault run without arm arms itself; heal of one never armed does nothing)."""
+        return getattr(self, "armed_for", None) == id(ctx)
+
+    def hold_until(self, ctx: FaultContext, settled: tuple[int | None, float] | None) -> dict[str, Any]:
+        """KillAndPromote.hold_until with the fault's `until` (nothing, at once, without one)."""
+        return self.failover.hold_until(ctx, self.until, self.until_ms, settled) if self.until else {}

@@ -9,9 +9,9 @@ on the replica and repoint every client proxy at it (``Cluster.promote_replica``
 
 With ``until`` the kill waits, the link still held, for what the failover must take back to
 be there, read on both servers (faults.failover_steps.took_back): ``reread``, an entry a
-consumer read or acked after the hold that the replica holds (a loaded machine has been
-seen to run a whole 500 ms hold with no consumer reading: nothing came back), ``unread``,
-an acked entry nobody read. The run's ``took-back`` effect then asks the kill op for them.
+consumer read after the hold that the replica holds (a loaded machine has been seen to run
+a whole 500 ms hold with no consumer reading: nothing came back), ``unacked``, one acked
+after it, ``unread``, an acked entry nobody read. The run's ``took-back`` effect then asks the kill op for them.
 """
 from __future__ import annotations
 
@@ -19,18 +19,15 @@ import time
 
 from chaos.errors import BadArguments
 from chaos.params import Param
-from faults.effects import DIED_MID_WORK, TOOK_BACK
-from faults.failover_steps import UNTIL_PARAMS, KillAndPromote, replica_offset, replication_offsets
+from faults.failover_steps import UNTIL_PARAMS, FailoverFault, replica_offset, replication_offsets
 from faults.helpers import raise_if
-from faults.interface import Fault, FaultContext
+from faults.interface import FaultContext
 
 HOLDS = ("timeout", "down", "latency", "none")
 
 
-class PromoteReplica(Fault):
+class PromoteReplica(FailoverFault):
     name = "promote-replica"
-    effect = DIED_MID_WORK
-    takes_down = frozenset({"redis"})   # kills the primary
     description = ("hold the replication link, SIGKILL the primary, REPLICAOF NO ONE on the "
                    "replica and repoint the clients' proxies at it")
     params = (
@@ -54,16 +51,10 @@ class PromoteReplica(Fault):
             raise BadArguments(f"fault 'promote-replica': until={'/'.join(self.until)} needs a link that holds "
                                f"everything (hold=timeout or hold=down), not hold={self.hold}: a replica still "
                                f"receiving cannot say what it keeps")
-        if self.until:
-            self.effect = TOOK_BACK   # the run must show what the kill waited for
-
-    def arm(self, ctx: FaultContext) -> None:
-        self.armed_for = id(ctx)
-        self.failover = KillAndPromote(self.name, ctx.cluster)
-        self.report = self.failover.report
+        super().validate()
 
     def run(self, ctx: FaultContext) -> None:
-        if getattr(self, "armed_for", None) != id(ctx):
+        if not self.armed(ctx):
             self.arm(ctx)
         failover, cluster = self.failover, ctx.cluster
         link = failover.link(required=self.hold != "none")
@@ -82,7 +73,7 @@ class PromoteReplica(Fault):
         ctx.record("start", name=self.name, spec=self.spec, step="hold", hold=self.hold, offsets=before)
         settled = (replica_offset(cluster.direct_redis("replica")), time.monotonic())
         ctx.sleep(self.hold_ms)
-        waited = failover.hold_until(ctx, self.until, self.until_ms, settled) if self.until else {}
+        waited = self.hold_until(ctx, settled)
         # Bytes a latency toxic still holds were "in the network" when the primary died: the
         # replica's link is closed so they are dropped, not delivered when the toxic goes.
         figures = failover.kill_and_promote(ctx, link, replication_offsets(cluster), self.downtime_ms,
@@ -92,5 +83,5 @@ class PromoteReplica(Fault):
     def heal(self, ctx: FaultContext) -> None:
         """Lift the hold; a primary killed but not yet promoted is promoted now (else the
         clients would have no server)."""
-        if getattr(self, "armed_for", None) == id(ctx):
+        if self.armed(ctx):
             raise_if(self.failover.heal(), self.name)

@@ -36,10 +36,9 @@ from typing import Any
 
 from chaos.errors import BadArguments
 from chaos.params import Param
-from faults.effects import DIED_MID_WORK, TOOK_BACK
-from faults.failover_steps import SETTLED_S, UNTIL_PARAMS, KillAndPromote, replication_offsets
+from faults.failover_steps import SETTLED_S, UNTIL_PARAMS, FailoverFault, replication_offsets
 from faults.helpers import raise_if
-from faults.interface import Fault, FaultContext, FaultError
+from faults.interface import FaultContext, FaultError
 
 BURST_VALUE_KB = 64
 BURST_KEYS = 16            # filler cycles over these keys: the primary's memory stays ~1 MB
@@ -64,10 +63,8 @@ def repl_offset(cluster: Any, node: str) -> int | None:
         return None
 
 
-class ReplicaOverflow(Fault):
-    name = "replica-overflow"
-    effect = DIED_MID_WORK   # judged at its `step: kill` op: the primary killed while work was in flight
-    takes_down = frozenset({"redis"})   # SIGSTOPs the replica, then kills the primary
+class ReplicaOverflow(FailoverFault):
+    name = "replica-overflow"       # SIGSTOPs the replica, then kills the primary
     description = ("stall the replica during a burst until its output buffer limit drops its link, "
                    "then fail over while it resyncs over a slow link")
     params = (
@@ -92,18 +89,15 @@ class ReplicaOverflow(Fault):
             raise BadArguments(f"fault {self.name!r}: burst_kb={self.burst_kb} cannot overflow a limit of "
                                f"limit_kb={self.limit_kb}: give burst_kb well above it, e.g. "
                                f"burst_kb={max(32768, self.limit_kb * 64)}")
-        if self.until:
-            self.effect = TOOK_BACK   # the run must show what the kill waited for
+        super().validate()
 
     def arm(self, ctx: FaultContext) -> None:
-        self.armed_for = id(ctx)
-        self.failover = KillAndPromote(self.name, ctx.cluster)
-        self.report = self.failover.report
+        super().arm(ctx)
         self.stopped_pid: int | None = None
         self.saved_limit: str | None = None
 
     def run(self, ctx: FaultContext) -> None:
-        if getattr(self, "armed_for", None) != id(ctx):
+        if not self.armed(ctx):
             self.arm(ctx)
         failover, cluster = self.failover, ctx.cluster
         link = failover.link()
@@ -135,7 +129,7 @@ class ReplicaOverflow(Fault):
         failover.toxics.add(link, "timeout", stream="downstream", name="chaos-hold", timeout=0)
         at_kill = self._wait_until_behind(cluster, primary, time.monotonic() - stalled_at)
         settled = at_kill.pop("settled")
-        waited = failover.hold_until(ctx, self.until, self.until_ms, settled) if self.until else {}
+        waited = self.hold_until(ctx, settled)
         if waited:
             at_kill = {**at_kill, **replication_offsets(cluster)}
         state = replica_state(cluster)
@@ -196,7 +190,7 @@ class ReplicaOverflow(Fault):
     def heal(self, ctx: FaultContext) -> None:
         """SIGCONT a replica still stopped, lift the slow link, restore the limit on a primary still
         alive, and promote the replica if the primary was killed but not yet replaced."""
-        if getattr(self, "armed_for", None) != id(ctx):
+        if not self.armed(ctx):
             return
         errors = []
         if self.stopped_pid is not None:

@@ -31,7 +31,8 @@ FAULT_NAME = "promote-replica"
 # row needs is now `unknown` (the took-back effect), never a mismatch.
 HOLD = f"{FAULT_NAME}:after_entries=100,at_ms=0"
 FAULT = f"{HOLD},until=reread/unread"
-REREAD_FAULT = f"{HOLD},until=reread"   # a reader with every entry in hand (or WAIT) leaves none unread
+REREAD_FAULT = f"{HOLD},until=reread"   # WAIT: the producer is held back, few or none unread
+PREFETCH_FAULT = f"{HOLD},until=unacked"  # a reader with every entry in hand reads none in the hold
 # A backlog all through the hold: 250 events published over 1.5 s (167/s), 40 ms of work each
 # (a single consumer does 25/s, four do 100/s), so the last acked events are unread at the kill;
 # 1.5 s of publishing also leaves events to publish into the hold when a loaded machine starts
@@ -119,7 +120,7 @@ def preset_cell(preset: str) -> Cell:
                "the guard rejects redelivered copies but writes late older versions"
                + (" and republished copies (a new entry id)" if applies_republished(preset) else "")
                if rejects_copies(preset) else "the guard applies redelivered copies again")
-    fault = REREAD_FAULT if prefetches(preset) else FAULT
+    fault = PREFETCH_FAULT if prefetches(preset) else FAULT
     return Cell(preset, (fault,), runs, bounds, parts={"workload": WORKLOAD},
                 note="acked entries lost and processed entries redelivered every run; " + verdict + rated)
 

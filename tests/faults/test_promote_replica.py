@@ -264,7 +264,7 @@ def test_until_that_never_comes_kills_anyway_and_the_run_is_unknown(cluster) -> 
     ("promote-replica:hold=none,until=reread", "needs a link that holds everything"),
     ("promote-replica:hold=latency,until=unread", "needs a link that holds everything"),
     ("promote-replica:until=reread+unread", "joined by '/'"),
-    ("promote-replica:until=lost", "not one of reread, unread"),
+    ("promote-replica:until=lost", "not one of reread, unacked, unread"),
 ])
 def test_bad_until_is_refused_with_the_fix(spec, message) -> None:
     with pytest.raises(BadArguments, match=message):

@@ -10,6 +10,10 @@ error (outcome unknown, ``info``) and retries, so the stream holds the entry twi
 A toxic that is already there when the producer connects also eats the connection
 handshake's reply, so a reply-only blip starts at the producer's ``before_publish``
 failpoint (``at=before_publish``): the producer stops there, the toxic goes on, it resumes.
+The toxic then stays on for ``duration_ms`` and until the producer comes back to
+``before_publish`` (its retry, or its next row): it stops there, the toxic goes off, it
+resumes. The publish the blip was put on for has then met it, however late a loaded machine
+let it run; a toxic on for a fixed time was gone before a starved producer sent its XADD.
 """
 from __future__ import annotations
 
@@ -20,7 +24,7 @@ from chaos.errors import BadArguments
 from chaos.params import Param
 from faults.effects import PUBLISH_FAILED
 from faults.helpers import proxy_for
-from faults.interface import FaultContext
+from faults.interface import FaultContext, FaultError
 from faults.window import WindowFault
 
 TOXICS = ("reset_peer", "timeout", "down")
@@ -52,7 +56,8 @@ class PublishBlip(WindowFault):
     def failpoints(self) -> dict[str, dict[str, dict]]:
         if self.at == "time":
             return {}
-        return {self.target: {"before_publish": {"action": "signal", "count": 1}}}
+        # the first hit: the toxic goes on; the second (the next publish): it goes off
+        return {self.target: {"before_publish": {"action": "signal", "count": 2}}}
 
     def starts_at_arm(self) -> bool:
         return self.at == "time" and self.at_ms == 0
@@ -64,6 +69,7 @@ class PublishBlip(WindowFault):
         if getattr(self, "armed_for", None) != id(ctx):
             self.arm(ctx)
         worker, _ = ctx.wait_failpoint("before_publish", self.wait_ms)
+        self.second_seen = False
         try:
             self._start(ctx)
         finally:
@@ -71,7 +77,16 @@ class PublishBlip(WindowFault):
         left_s = ctx.scale(self.duration_ms) - (time.monotonic() - self.started_at)
         if left_s > 0:
             time.sleep(left_s)
-        self._stop(ctx)
+        try:
+            later, _ = ctx.wait_failpoint("before_publish", self.wait_ms)
+        except FaultError:
+            later = None   # it did not come back within wait_ms (heal resumes it if it does later)
+        self.second_seen = later is not None
+        try:
+            self._stop(ctx)
+        finally:
+            if later is not None:
+                ctx.resume(later)
 
     def start(self, ctx: FaultContext) -> dict[str, Any]:
         proxies = proxy_for(ctx, "redis", self.target)
@@ -82,3 +97,14 @@ class PublishBlip(WindowFault):
                 self.toxics.add(proxy, self.toxic, stream=self.stream, name="chaos-blip",
                                 timeout=int(ctx.scale(self.timeout_ms) * 1000))
         return {"proxies": proxies, "toxic": self.toxic, "stream": self.stream}
+
+    def heal(self, ctx: FaultContext) -> None:
+        try:
+            super().heal(ctx)
+        finally:
+            if self.at != "time" and getattr(self, "started", False) and not getattr(self, "second_seen", True):
+                try:   # it came back to the failpoint after the wait gave up: it is stopped there
+                    later, _ = ctx.wait_failpoint("before_publish", 0)
+                    ctx.resume(later)
+                except FaultError:
+                    pass

@@ -2,20 +2,36 @@
 
 Each test also states the row's own figure (baseline wrong 10/10, S4c's release answering
 0, S5-RR's retried serialization errors) so a failure reads like the reference table.
+baseline, S4c and S5-RR break on a race with created's 800 ms job that a loaded machine can
+lose; CI runs them under fault `hold`, which forces it (chaos/expectations/ordering.py FORCED).
 """
 from __future__ import annotations
 
 import pytest
 
+from chaos.expectations.ordering import FORCED
+
 ROWS = [
-    ("baseline", 10), ("s1", 10), ("s4c", 10), ("s5", 10), ("s5-rr", 5), ("inbox", 5), ("setnx-dedupe", 5),
+    ("s1", 10), ("s5", 10), ("inbox", 5), ("setnx-dedupe", 5),
     ("p2-business", 3), ("p2-entry-id", 3), ("p3", 5), ("p4", 5), ("recommended", 2),
 ]
 
 
 @pytest.mark.parametrize("preset, runs", ROWS, ids=[r[0] for r in ROWS])
 def test_reference_row(preset, runs, chaos_cell):
-    cell = chaos_cell(preset, runs=runs).result
+    _assert_row_figures(preset, chaos_cell(preset, runs=runs).result)
+
+
+@pytest.mark.parametrize("cell", FORCED, ids=[c.test_id for c in FORCED])
+def test_forced_reference_row(cell, chaos_cell):
+    outcome = chaos_cell(cell)
+    for run in range(outcome.result.run_count):
+        stop = [v for v in outcome.fault_ops(run, "hold") if v.get("phase") == "stop"]
+        assert stop and stop[0]["until_reached_by"], f"run {run}: the hold never saw paid applied: {stop}"
+    _assert_row_figures(cell.preset_name, outcome.result)
+
+
+def _assert_row_figures(preset, cell):
     n, c = cell.run_count, cell.counts
     print(f"{preset}: wrong {c.wrong_final_state_runs}/{n}, reordered {c.reordered}, lost {c.lost}, "
           f"retries {c.retries}, releases_failed {c.releases_failed}")

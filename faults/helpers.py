@@ -78,6 +78,32 @@ def wait_for_entries(ctx: FaultContext, count: int, timeout_s: float, fault: str
         time.sleep(0.002)
 
 
+def workload_settled(redis: Any, events: int) -> bool:
+    """The workload's streams hold `events` entries and every group has read and acked them all."""
+    streams = workload_streams(redis)
+    if sum(redis.xlen(s) for s in streams) < events:
+        return False
+    for stream in streams:
+        last = redis.xinfo_stream(stream)["last-generated-id"]
+        if any(g["pending"] or g["last-delivered-id"] != last for g in redis.xinfo_groups(stream)):
+            return False
+    return True
+
+
+def once_settled(fault: Any, events: int, timeout_s: float = 30.0) -> Any:
+    """A copy of `fault` that acts only once the workload has settled (`workload_settled`, at
+    most `timeout_s`): a fault that must come after the workload, by a condition, not a time
+    a loaded machine's unfinished workload could still meet."""
+    class OnceSettled(type(fault)):
+        def run(self, ctx: Any) -> None:
+            redis, deadline = ctx.cluster.direct_redis("primary"), time.monotonic() + timeout_s
+            while not workload_settled(redis, events) and time.monotonic() < deadline:
+                time.sleep(0.01)
+            super().run(ctx)
+
+    return OnceSettled(**fault.given)
+
+
 def signal_number(name: str) -> int:
     """``KILL`` / ``SIGKILL`` / ``9`` -> 9."""
     text = str(name).upper()

@@ -8,17 +8,15 @@ its own topology (suites/sentinel/test_sentinel_failover.py).
 
 "After the workload is done" is a condition, not a time: each timed fault here first waits
 until the workload's streams hold all of s1's events and every group has read and acked them
-all (`late`), then acts at once. A fixed 750 ms (3000 ms at scale 0.25) could fall inside a
+all (faults.helpers.once_settled), then acts at once. A fixed 750 ms (3000 ms at scale 0.25) could fall inside a
 workload a loaded machine had not finished, and the fault then met it.
 """
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from chaos.run import run_cell
-from faults.helpers import workload_streams
+from faults.helpers import once_settled
 from faults.registry import get_fault
 
 LATE = "after_entries=1,at_ms=1"
@@ -36,37 +34,11 @@ MISSES = [
 TIMED = ("pause", "maxlen-trim", "delete-consumer", "group-loss", "replica-overflow", "xautoclaim")
 
 
-def settled(redis) -> bool:
-    """The workload's streams hold every event and each group has read and acked them all."""
-    streams = workload_streams(redis)
-    if sum(redis.xlen(s) for s in streams) < EVENTS:
-        return False
-    for stream in streams:
-        last = redis.xinfo_stream(stream)["last-generated-id"]
-        for group in redis.xinfo_groups(stream):
-            if group["pending"] or group["last-delivered-id"] != last:
-                return False
-    return True
-
-
-def late(spec: str):
-    """The fault `spec`, acting only once the workload has settled (30 s at most)."""
-    fault = get_fault(spec)
-
-    class Late(type(fault)):
-        def run(self, ctx) -> None:
-            redis, deadline = ctx.cluster.direct_redis("primary"), time.monotonic() + 30
-            while not settled(redis) and time.monotonic() < deadline:
-                time.sleep(0.01)
-            super().run(ctx)
-
-    return Late(**fault.given)
-
-
 @pytest.mark.parametrize("preset, spec", MISSES, ids=[s.partition(":")[0] for _, s in MISSES])
 def test_a_fault_that_missed_the_workload_makes_the_run_unknown(cluster, preset, spec):
     name = spec.partition(":")[0]
-    fault = late(spec) if name in TIMED else spec
+    fault = once_settled(get_fault(spec), EVENTS) if name in TIMED else spec
     cell = run_cell(cluster, preset, [fault], runs=1, time_scale=0.25, keep_runs="never")
-    assert cell.verdict == "unknown", (cell.verdict, cell.unknown_reasons)
+    assert cell.verdict == "unknown", (cell.verdict, cell.unknown_reasons, cell.counts,
+                                       [(a.kind, a.detail) for a in cell.anomalies])
     assert any(f"fault {name} missed the workload" in r for r in cell.unknown_reasons), cell.unknown_reasons

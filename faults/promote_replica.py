@@ -33,6 +33,12 @@ class PromoteReplica(FailoverFault):
     params = (
         Param("after_entries", 1, "wait until the workload's streams hold this many entries (its "
               "progress, not the clock: a loaded machine starts producers late)", kind=int, minimum=0),
+        Param("at", "entries", "entries: hold once the streams hold after_entries (then at_ms); "
+              "before_publish: the producer `target` stops at its before_publish failpoint after "
+              "after_entries publishes, the hold goes on, it resumes: it still has publishes to make "
+              "into the hold (a late producer catching up can publish everything before the fault "
+              "sees after_entries)", choices=("entries", "before_publish")),
+        Param("target", "P-order", "for at=before_publish: the producer process"),
         Param("at_ms", 300, "then wait this long before replication is held"),
         Param("hold_ms", 500, "how long replication is held before the primary is killed"),
         Param("hold", "timeout", "how the replication proxy holds the link: timeout toxic (drops "
@@ -53,14 +59,38 @@ class PromoteReplica(FailoverFault):
                                f"receiving cannot say what it keeps")
         super().validate()
 
+    def failpoints(self) -> dict[str, dict[str, dict]]:
+        if self.at != "before_publish":
+            return {}
+        return {self.target: {"before_publish": {"action": "signal", "after": self.after_entries, "count": 1}}}
+
     def run(self, ctx: FaultContext) -> None:
         if not self.armed(ctx):
             self.arm(ctx)
+        link = self.failover.link(required=self.hold != "none")
+        if self.at == "before_publish":
+            producer, _ = ctx.wait_failpoint("before_publish", self.wait_ms)
+            try:
+                held_at, settled = self._hold(ctx, link)
+            finally:
+                ctx.resume(producer)
+        else:
+            waited = self.failover.wait_for_workload(ctx, self.after_entries, self.wait_ms, self.at_ms)
+            if waited is not None:
+                self.report["entries_wait_s"] = round(waited, 4)
+            held_at, settled = self._hold(ctx, link)
+        ctx.sleep(self.hold_ms)
+        waited = self.hold_until(ctx, settled)
+        # Bytes a latency toxic still holds were "in the network" when the primary died: the
+        # replica's link is closed so they are dropped, not delivered when the toxic goes.
+        figures = self.failover.kill_and_promote(ctx, link, replication_offsets(ctx.cluster), self.downtime_ms,
+                                                 drop_link=self.hold == "latency", **waited)
+        self.failover.done(ctx, held_s=round(time.monotonic() - held_at, 4), **figures)
+
+    def _hold(self, ctx: FaultContext, link: str | None) -> tuple[float, tuple[int | None, float]]:
+        """Hold the link as `hold` says and record the start; returns when, and the replica's
+        offset read once the hold is in place."""
         failover, cluster = self.failover, ctx.cluster
-        link = failover.link(required=self.hold != "none")
-        waited = failover.wait_for_workload(ctx, self.after_entries, self.wait_ms, self.at_ms)
-        if waited is not None:
-            self.report["entries_wait_s"] = round(waited, 4)
         before = replication_offsets(cluster)
         held_at = time.monotonic()
         if self.hold == "timeout":
@@ -71,14 +101,7 @@ class PromoteReplica(FailoverFault):
             failover.toxics.add(link, "latency", stream="downstream", name="chaos-hold",
                                 latency=int(ctx.scale(self.latency_ms) * 1000))
         ctx.record("start", name=self.name, spec=self.spec, step="hold", hold=self.hold, offsets=before)
-        settled = (replica_offset(cluster.direct_redis("replica")), time.monotonic())
-        ctx.sleep(self.hold_ms)
-        waited = self.hold_until(ctx, settled)
-        # Bytes a latency toxic still holds were "in the network" when the primary died: the
-        # replica's link is closed so they are dropped, not delivered when the toxic goes.
-        figures = failover.kill_and_promote(ctx, link, replication_offsets(cluster), self.downtime_ms,
-                                            drop_link=self.hold == "latency", **waited)
-        failover.done(ctx, held_s=round(time.monotonic() - held_at, 4), **figures)
+        return held_at, (replica_offset(cluster.direct_redis("replica")), time.monotonic())
 
     def heal(self, ctx: FaultContext) -> None:
         """Lift the hold; a primary killed but not yet promoted is promoted now (else the

@@ -8,8 +8,9 @@ its own topology (suites/sentinel/test_sentinel_failover.py).
 
 "After the workload is done" is a condition, not a time: each timed fault here first waits
 until the workload's streams hold all of s1's events and every group has read and acked them
-all (faults.helpers.once_settled), then acts at once. A fixed 750 ms (3000 ms at scale 0.25) could fall inside a
-workload a loaded machine had not finished, and the fault then met it.
+all (faults.helpers.once_settled), then waits its at_ms (750 ms at scale 0.25) as before. The
+750 ms alone could fall inside a workload a loaded machine had not finished, and the fault then
+met it; acting at once instead raced the orchestrator's own drain and stop of the workers.
 """
 from __future__ import annotations
 
@@ -19,16 +20,16 @@ from chaos.run import run_cell
 from faults.helpers import once_settled
 from faults.registry import get_fault
 
-LATE = "after_entries=1,at_ms=1"
+LATE = "after_entries=1,at_ms=3000"
 EVENTS = 2   # s1's workload: created and paid of order 42
 MISSES = [
-    ("s1", "pause:at_ms=1,duration_ms=300"),
+    ("s1", "pause:at_ms=3000,duration_ms=300"),
     ("s1", f"maxlen-trim:{LATE},maxlen=0"),          # trims only acked entries
     ("s1", f"delete-consumer:{LATE},when=alive"),     # the consumer holds nothing any more
     ("s1", f"group-loss:{LATE}"),
     ("s1", f"replica-overflow:{LATE}"),                 # the primary killed with every event acked
     ("s1", "poison:event_id=no-such-event"),          # selects no event of the workload
-    ("s5:claim=always,claim_idle_ms=300", "xautoclaim:at=time,at_ms=1,stall_ms=600"),
+    ("s5:claim=always,claim_idle_ms=300", "xautoclaim:at=time,at_ms=3000,stall_ms=600"),
     ("s5:claim=always,claim_idle_ms=300", "long-job:event_id=no-such-event,duration_ms=600"),
 ]
 TIMED = ("pause", "maxlen-trim", "delete-consumer", "group-loss", "replica-overflow", "xautoclaim")

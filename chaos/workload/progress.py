@@ -239,6 +239,11 @@ class ProgressWatch:
         finally:
             self.release()
 
+    def shed(self) -> None:
+        """Drop the per-entry state (every entry delivered and put down: about 350 B per event,
+        350 MB at 10^6) once no phase asks any more (the orchestrator's check: the drain is over)."""
+        self.delivered, self.put_down, self.failed_at, self.holding = {}, {}, {}, {}
+
     def release(self) -> None:
         """Drop the kept ops and give them back to the cyclic GC (history() does it; call it
         when a run ends without asking for its history)."""

@@ -11,7 +11,7 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 import psycopg
 
@@ -48,17 +48,29 @@ def seed_rows(conn: psycopg.Connection, keys: Iterable[str]) -> None:
                  "INSERT INTO projection (key, count) SELECT k, 0 FROM k", (keys, INITIAL_STATUS))
 
 
+PAGE_ROWS = 10_000   # rows per round trip of a server-side cursor
+
+
+def _paged(conn: psycopg.Connection, query: str) -> Iterator[tuple]:
+    """`query`'s rows through a server-side cursor, PAGE_ROWS at a time: the client never holds
+    the whole result as well as what is built from it (10^6 rows: ~100 MB of libpq's result)."""
+    with conn.transaction(), conn.cursor(name="chaos_final_rows") as cur:
+        cur.itersize = PAGE_ROWS
+        cur.execute(query)
+        yield from cur
+
+
 def read_rows(conn: psycopg.Connection) -> dict[str, dict]:
     """Each key's row. Keys and statuses are interned: the checker interns the history's keys
     to the same copies, and a few statuses repeat over 10^6 rows (about 110 B per key less)."""
     intern = sys.intern
     return {intern(k): {"status": intern(s), "version": v}
-            for k, s, v in conn.execute("SELECT id, status, version FROM orders")}
+            for k, s, v in _paged(conn, "SELECT id, status, version FROM orders")}
 
 
 def read_projection(conn: psycopg.Connection) -> dict[str, int]:
     intern = sys.intern   # (the keys the rows and the checker hold: one copy each)
-    return {intern(k): n for k, n in conn.execute("SELECT key, count FROM projection")}
+    return {intern(k): n for k, n in _paged(conn, "SELECT key, count FROM projection")}
 
 
 def read_outbox(conn: psycopg.Connection) -> list[dict]:

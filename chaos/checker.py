@@ -28,8 +28,8 @@ from chaos.history import HistoryError, HistorySource, paused_gc
 from chaos.results import (  # noqa: F401 - the records' old home: these names stay importable from here
     COUNT_NAMES, DUPLICATED, INVALID, LOST, MAX_ANOMALIES_PER_KIND, MAX_EXAMPLES, PROJECTION_DRIFT, REORDERED,
     SCHEMA_VERSION, STOPPED_CONSUMING, UNEXPECTED, UNHELD_EFFECT, UNKNOWN, VALID, VERDICT_PRIORITY,
-    WRONG_FINAL_STATE, Anomaly, AnomalyLog, CellResult, Counts, FinalState, RunResult, merge_verdicts, summarize,
-    violations)
+    WRONG_FINAL_STATE, Anomaly, AnomalyLog, CellResult, Counts, FinalState, RunResult, final_state_of, merge_verdicts,
+    summarize, violations)
 from chaos.vanished import DETAILS as VANISHED_DETAILS
 from chaos.unknown_applies import Unknown, Unknowns, proves_commit, resolve_unknown_applies
 from chaos.vanished import Vanished, overlaps
@@ -237,6 +237,8 @@ class _RunScan:
 
     def _apply(self, op: dict, ev: _Event) -> None:
         effect = op.get("effect")
+        if effect in HANDLED_EFFECTS:
+            ev.where |= NOTED   # (WorkNotes' count of events handled: a flag here, not a set of 10^6 ids there)
         rows = op.get("rows")
         if effect is None:  # older writers: infer from rows affected
             effect = "applied" if rows is None or rows > 0 else "stale"
@@ -325,6 +327,7 @@ class _RunScan:
 
 
 IN_STREAM, PENDING, UNDELIVERED, OUTBOX, INTENDED = 1, 2, 4, 8, 16
+NOTED = 32   # not a list: an apply `ok` of the event said effect applied or stale (see check_run's observe)
 WAITING, IN_REDIS = PENDING | UNDELIVERED, IN_STREAM | PENDING | UNDELIVERED
 
 
@@ -332,7 +335,7 @@ def check_run(history: Iterable[dict], final: FinalState, *, run: int = 0,
               unknown_reasons: Iterable[str] = (), seed: int | None = None,
               rig_failures: Iterable[str] = (), explained: Iterable[str] = (),
               consumers_live: bool = False,
-              observe: Callable[[Iterable[dict]], Iterable[dict]] | None = None) -> RunResult:
+              observe: Callable[[Iterable[dict], dict], Iterable[dict]] | None = None) -> RunResult:
     """Counts, anomalies and verdict of one run (pure: no I/O but `history`'s own).
 
     `history`: the ops in time order, a list or a `chaos.history.HistorySource` (the run dir's
@@ -346,16 +349,18 @@ def check_run(history: Iterable[dict], final: FinalState, *, run: int = 0,
     `consumers_live`: the drain ended with a live consumer that every fault had healed
     toward and that made no more progress, so what still waits in Redis unhandled was left
     by the consumer (`stopped-consuming`, invalid), not by a drain cut short.
-    `observe(ops)` (optional) sees the ops of the checker's pass and gives them on: another
-    fold over the history in the same pass (chaos.orchestrator.notes.WorkNotes).
+    `observe(ops, events)` (optional) sees the ops of the checker's pass and gives them on: another
+    fold over the history in the same pass (chaos.orchestrator.notes.WorkNotes); `events` is the
+    checker's event id -> record map, complete with each op once the op is given on (a record's
+    `where & NOTED`: an apply `ok` of it said `effect` applied or stale).
     """
     if not isinstance(final, FinalState):
         raise TypeError(f"check_run needs a chaos.checker.FinalState, got {type(final).__name__}; "
                         "build it with FinalState(rows=..., pending=..., ...)")
     def checked(ops: Iterable[dict]) -> RunResult:
         # (the observed pass is one-shot; the duplicated events' second pass reads `ops` again)
-        return _check_run(ops if observe is None else observe(ops), final, run, list(unknown_reasons), seed,
-                          frozenset(explained), consumers_live, again=ops)
+        return _check_run(ops, final, run, list(unknown_reasons), seed, frozenset(explained), consumers_live,
+                          again=ops, observe=observe)
     with paused_gc():
         result = history.passes(checked) if isinstance(history, HistorySource) else checked(history)
     rig = list(rig_failures)
@@ -368,9 +373,10 @@ def check_run(history: Iterable[dict], final: FinalState, *, run: int = 0,
 
 def _check_run(history: Iterable[dict], final: FinalState, run: int, reasons: list[str],
                seed: int | None, explained: frozenset[str], consumers_live: bool = False,
-               again: Iterable[dict] | None = None) -> RunResult:
+               again: Iterable[dict] | None = None,
+               observe: Callable[[Iterable[dict], dict], Iterable[dict]] | None = None) -> RunResult:
     scan = _RunScan()
-    scan.scan(history)
+    scan.scan(history if observe is None else observe(history, scan.events))
     scan.close_dangling()
     intended = _absorb_final(scan.events, final)
     scan.order_writes()
@@ -386,7 +392,7 @@ def _check_run(history: Iterable[dict], final: FinalState, run: int, reasons: li
         anomalies.add(REORDERED, key, count=n, versions=scan.applied_versions(key),
                       examples=scan.reorder_examples[key],
                       detail="a version older than one already applied was written")
-    final_state = _final_state(final.rows)
+    final_state = final_state_of(final.rows)
     _check_final_state(top_by_key, final_state, scan, stopped, counts, anomalies)
     _check_projection(final.projection, scan, counts, anomalies)
     if counts.unattempted and "unattempted" not in explained and not reasons:
@@ -402,26 +408,6 @@ def _check_run(history: Iterable[dict], final: FinalState, run: int, reasons: li
     return RunResult(run=run, counts=counts, verdict=verdict, anomalies=anomalies.kept,
                      anomaly_counts=dict(anomalies.per_kind), final_state=final_state,
                      unknown_reasons=reasons, seed=seed)
-
-
-_STATUS_VERSION = ["status", "version"]
-
-
-def _final_state(rows: dict) -> dict[str, dict]:
-    """RunResult.final_state: PostgreSQL's rows themselves when they are already keyed by str
-    and just (status, version), as chaos.workload.schema reads them (10^6 keys: no second dict)."""
-    if rows.__class__ is dict and all(k.__class__ is str and len(row) == 2 and list(row) == _STATUS_VERSION
-                                      for k, row in rows.items()):
-        return rows
-    return {str(k): _status_version(row) for k, row in rows.items()}
-
-
-def _status_version(row: dict) -> dict:
-    """A final row as RunResult.final_state keeps it: the row itself when it is just that
-    (PostgreSQL's rows are: 10^6 keys, one dict each, not two), else a copy of those two."""
-    if len(row) == 2 and list(row) == _STATUS_VERSION:
-        return row
-    return {"status": row.get("status"), "version": row.get("version")}
 
 
 def _absorb_final(events: dict[str, _Event], final: FinalState) -> int:

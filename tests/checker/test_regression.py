@@ -13,6 +13,7 @@ import pytest
 from chaos.checker import check_run, summarize
 import chaos.history as history_module
 from chaos.history import HistorySource, iter_history, read_history
+from chaos.orchestrator.notes import WorkNotes, work_metrics
 from chaos.results import FinalState
 
 SAVED = sorted((Path(__file__).parent / "regression").glob("*.tar.gz"))
@@ -47,6 +48,20 @@ def test_streaming_check_gives_the_saved_json(archive: Path, tmp_path: Path) -> 
     final, args, expected = unpack(archive, tmp_path)
     final.stream_entries, final.events = iter(final.stream_entries), iter(final.events)
     assert as_text(check_run(HistorySource(tmp_path, run=args["run"]), final, **args)) == expected
+
+
+@pytest.mark.parametrize("archive", SAVED, ids=[p.name.removesuffix(".tar.gz") for p in SAVED])
+def test_work_notes_folded_into_the_check_count_as_alone(archive: Path, tmp_path: Path) -> None:
+    """The orchestrator's WorkNotes ride the checker's pass and count the events handled from
+    the checker's records (their NOTED flag), not from a set of ids: the same figures as the
+    notes folded alone over read_history, and the check's JSON unchanged."""
+    final, args, expected = unpack(archive, tmp_path)
+    notes = WorkNotes()
+    result = check_run(HistorySource(tmp_path, run=args["run"]).without(b'"f":"ack"'), final,
+                       observe=notes.observe, **args)
+    assert as_text(result) == expected
+    assert notes.handled_count is not None and not notes.handled
+    assert notes.work() == work_metrics(read_history(tmp_path))[:2]
 
 
 def test_a_file_out_of_time_order_is_read_whole(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -66,7 +66,7 @@ def test_the_overlap_is_found_when_another_fold_observes_the_checkers_pass():
     h.op("C2", "ok", "apply", **CREATED_42.fields, rows=1, effect="applied")
     seen = []
 
-    def observe(ops):
+    def observe(ops, events):
         for op in ops:
             seen.append(op)
             yield op

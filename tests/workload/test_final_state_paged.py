@@ -41,3 +41,25 @@ def test_paged_final_state_is_the_whole_one(chaos_reset_cluster: Any, page: int,
     intended = list(paged.events)
     assert intended[:40] == whole.events and intended[40:] == whole.events[:3]   # (the checker keeps the first)
     assert next(p for p in whole.pending if p["entry_id"] == ids[12])["event_id"] is None
+
+
+def test_rows_are_read_in_pages_and_equal_rows_shared(chaos_reset_cluster: Any,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """read_rows goes through a server-side cursor (PAGE_ROWS a round trip) and gives what one
+    plain query gives; rows equal in status and version are one dict up to SHARED_ROWS distinct
+    ones (10^6 keys: no dict per key), past that each its own."""
+    monkeypatch.setattr(schema, "PAGE_ROWS", 3)
+    monkeypatch.setattr(schema, "SHARED_ROWS", 2)
+    with psycopg.connect(pg_dsn(chaos_reset_cluster.postgres), autocommit=True) as conn:
+        schema.ensure_schema(conn)
+        schema.seed_rows(conn, [f"k{i}" for i in range(10)])
+        conn.execute("UPDATE orders SET status = 'paid', version = 2 WHERE id IN ('k1', 'k2', 'k3')")
+        conn.execute("UPDATE orders SET status = 'shipped', version = 3 WHERE id IN ('k4', 'k5')")
+        rows = schema.read_rows(conn)
+        plain = {k: {"status": s, "version": v} for k, s, v in conn.execute("SELECT id, status, version FROM orders")}
+        assert schema.read_projection(conn) == {f"k{i}": 0 for i in range(10)}
+    assert rows == plain and len(rows) == 10
+    groups = [("k0", "k6", "k7", "k8", "k9"), ("k1", "k2", "k3"), ("k4", "k5")]
+    objects = [len({id(rows[k]) for k in keys}) for keys in groups]
+    # (whichever two distinct rows the scan meets first are shared; the third's keys get one each)
+    assert sorted(objects) == sorted([1, 1, len(groups[objects.index(max(objects))])]), objects

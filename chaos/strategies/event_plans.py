@@ -26,13 +26,14 @@ from chaos.events import Event
 
 ETYPES = ("created", "paid", "shipped", "delivered", "closed")
 MAX_EVENTS_PER_KEY = 1000
-# What one published event costs a run, measured on 10^5-event runs (bench/load_bench.py):
-# history lines on disk (publish invoke/ok, deliver, apply invoke/ok, ack: about 1 KB) and
-# peak memory of all processes together (the orchestrator with the checker's ops about 10 KB,
-# the producer and the fork server about 1.7 KB each, consumers and servers the rest: about
-# 17 KB in all). Rounded up: a refused run costs nothing.
+# What one published event costs a run (bench/load_bench.py): history lines on disk (publish
+# invoke/ok, deliver, apply invoke/ok, ack: about 1 KB) and peak memory of all processes
+# together. At 10^6 events (growth run, docs/performance.md) the orchestrator with its checker
+# peaked at about 1.4 KB per event, the fork server 0.8 KB, the servers and proxy 0.3 KB: 8 KB
+# leaves room for the workers and other workloads' shapes (it was 18 KB when the orchestrator
+# kept every op: 10^6 events were then refused on a 24 GB machine with 20.7 GB available).
 DISK_BYTES_PER_EVENT = 1_200
-MEMORY_BYTES_PER_EVENT = 18_000
+MEMORY_BYTES_PER_EVENT = 8_000
 
 
 def etype_of(version: int) -> str:

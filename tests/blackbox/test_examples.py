@@ -62,18 +62,15 @@ def test_ack_after_processing_loses_nothing_when_a_worker_is_killed(blackbox, co
     # What this promises is no loss. taskiq-redis may leave the killed worker's entries unclaimed
     # to the end of the drain (stopped_consuming 73 and 88 seen in loaded runs, 0 in others):
     # measured and printed, not promised here, as after a failover below.
+    # FastStream's reclaim subscriber (min_idle_time: XAUTOCLAIM) recovers the dead worker's
+    # entries: nothing is left pending (one cell shows both, as the same kill always did).
     measured = {"stopped_consuming": ">= 0"} if (command, config) == TASKIQ else None
     cell = blackbox(command, config, fault=KILL, runs=1, expect=measured)
     print(f"{figures(cell)}, stopped_consuming={cell.count('stopped_consuming')}")
     assert cell.count("lost") == 0, figures(cell)
     assert cell.count("published") == 200
-
-
-@pytest.mark.slow
-def test_faststream_reclaim_subscriber_recovers_a_dead_workers_entries(blackbox) -> None:
-    cell = blackbox(*FASTSTREAM, fault=KILL, runs=1)
-    print(figures(cell))
-    assert cell.count("pending_left") == 0 and cell.count("lost") == 0
+    if (command, config) == FASTSTREAM:
+        assert cell.count("pending_left") == 0, figures(cell)
 
 
 @pytest.mark.slow

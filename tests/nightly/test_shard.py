@@ -8,6 +8,7 @@ import pytest
 
 from chaos.pytest_plugin.shard import parse_shard, split
 
+from .conftest import REAL_SHARD
 from .helpers import collected_ids, run_pytest
 
 
@@ -17,12 +18,14 @@ def assert_partition(shards: list[list[str]], whole: list[str]) -> None:
     assert sorted(seen) == sorted(whole), "the shards do not cover the collection"
 
 
-def test_shards_of_the_real_collection_are_disjoint_and_cover_it(whole_collection):
+def test_shards_of_the_real_collection_are_disjoint_and_cover_it(real_collection):
     """One real shard of the whole collection is what `split` computes for it (the option
     applies `split`; a filtered selection checks every shard of a smaller collection below),
-    and `split`'s three shards of the real collection partition it."""
+    and `split`'s three shards of the real collection partition it. The shard and the whole
+    come from one child session (conftest.py `real_collection`)."""
+    whole_collection = real_collection["whole"]
     shards = split(whole_collection, 3)
-    assert collected_ids("--chaos-shard", "2/3") == shards[1]
+    assert REAL_SHARD == "2/3" and real_collection["shard"] == shards[1]
     assert_partition(shards, whole_collection)
     assert max(map(len, shards)) - min(map(len, shards)) <= 1   # no durations file: balanced by count
 

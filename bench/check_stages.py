@@ -1,0 +1,108 @@
+"""Where the orchestrator's memory goes by stage of one growth run (bench/load_bench.py's
+harness cell: bulk jobs at cost 0, four consumers through the proxies, keys = events); prints
+one JSON object.
+
+The run is load_bench's `harness_run`; the check's stages (reading the final state, the
+checker's scan of the history, folding the final lists in, counting, the final state's
+comparison, the notes' measure) are wrapped to record this process's RSS as each begins and
+ends, and a thread samples the RSS every 0.2 s to name the stage in which it peaked. What a
+stage adds is what it keeps (or what the allocator did not give back).
+
+    python bench/check_stages.py [--events 1000000]
+"""
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import os
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import psutil  # noqa: E402
+
+import chaos.checker as checker  # noqa: E402
+import chaos.history as history  # noqa: E402
+import chaos.orchestrator.check as checking  # noqa: E402
+from chaos.cluster import start_cluster  # noqa: E402
+from load_bench import harness_run, load  # noqa: E402
+
+STAGES = [(checking, "check"), (checking, "read_final"), (checking, "measure"), (checker._RunScan, "scan"),
+          (checker, "_absorb_final"), (checker, "_count_events"), (checker, "_check_final_state")]
+
+
+class Stages:
+    """RSS at each wrapped stage's start and end, and the peak with the stage it fell in."""
+
+    def __init__(self) -> None:
+        self.proc, self.t0 = psutil.Process(), time.monotonic()
+        self.log: list[list[Any]] = []
+        self.stage, self.peak_mb, self.peak_stage = "before the check", 0.0, ""
+        self._stop = threading.Event()
+        threading.Thread(target=self._sample, daemon=True).start()
+
+    def rss_mb(self) -> float:
+        return round(self.proc.memory_info().rss / 2**20, 1)
+
+    def mark(self, name: str) -> None:
+        self.stage = name
+        self.log.append([round(time.monotonic() - self.t0, 1), name, self.rss_mb()])
+
+    def _sample(self) -> None:
+        while not self._stop.wait(0.2):
+            rss = self.rss_mb()
+            if rss > self.peak_mb:
+                self.peak_mb, self.peak_stage = rss, self.stage
+
+    def wrap(self, owner: Any, name: str) -> None:
+        original = getattr(owner, name)   # (an AttributeError here: a stage was renamed; update STAGES)
+
+        @functools.wraps(original)
+        def wrapped(*args: Any, **kwargs: Any) -> Any:
+            self.mark(f"> {name}")
+            try:
+                return original(*args, **kwargs)
+            finally:
+                self.mark(f"< {name}")
+        setattr(owner, name, wrapped)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--events", type=int, default=1_000_000)
+    args = parser.parse_args()
+    stages = Stages()
+    for owner, name in STAGES:
+        stages.wrap(owner, name)
+    passes = history.HistorySource.passes
+    whole: set[str] = set()
+
+    def noted_passes(self: history.HistorySource, fold: Any) -> Any:
+        try:
+            return passes(self, fold)
+        finally:
+            whole.update(self.sort_whole)
+    history.HistorySource.passes = noted_passes   # (a file read whole is a stage's worth of memory)
+    load_before = load()
+    cluster = start_cluster("native", f"stages-{os.getpid()}")
+    try:
+        stages.mark("cluster up")
+        run = harness_run(cluster, 4, args.events, memory=True)
+        stages.mark("run done")
+    finally:
+        cluster.close()
+        if "chaos.workload.forkserver" in sys.modules:
+            sys.modules["chaos.workload.forkserver"].close_fork_server()
+    print(json.dumps({"bench": "check_stages", "events": args.events, "load_before": load_before,
+                      "load_after": load(), "peak_rss_mb": stages.peak_mb, "peak_in": stages.peak_stage,
+                      "files_read_whole": sorted(whole), "stages": stages.log, "run": run}))
+
+
+if __name__ == "__main__":
+    main()

@@ -89,6 +89,14 @@ def main() -> None:
         finally:
             whole.update(self.sort_whole)
     history.HistorySource.passes = noted_passes   # (a file read whole is a stage's worth of memory)
+    counts: dict[str, int] = {}
+    check_run = checking.check_run
+
+    def counted_check(*args: Any, **kwargs: Any) -> Any:
+        result = check_run(*args, **kwargs)
+        counts.update(result.counts.as_dict(), verdict=result.verdict)
+        return result
+    checking.check_run = counted_check   # (the run's counts beside the memory: what the check found)
     load_before = load()
     cluster = start_cluster("native", f"stages-{os.getpid()}")
     try:
@@ -101,7 +109,7 @@ def main() -> None:
             sys.modules["chaos.workload.forkserver"].close_fork_server()
     print(json.dumps({"bench": "check_stages", "events": args.events, "load_before": load_before,
                       "load_after": load(), "peak_rss_mb": stages.peak_mb, "peak_in": stages.peak_stage,
-                      "files_read_whole": sorted(whole), "stages": stages.log, "run": run}))
+                      "files_read_whole": sorted(whole), "stages": stages.log, "counts": counts, "run": run}))
 
 
 if __name__ == "__main__":

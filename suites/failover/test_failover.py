@@ -13,9 +13,14 @@ import pytest
 
 from chaos.cellrun import CellRun
 from chaos.report.rows import UNKNOWN_OUTCOME
-from chaos.expectations.failover import CELLS, FAULT_NAME, WAIT_CELL, prefetches, preset_cell
+from chaos.expectations.failover import CELLS, FAULT_NAME, TIME_SCALE, WAIT_CELL, prefetches, preset_cell
 
 PRESET_CELLS = [c for c in CELLS if c is not WAIT_CELL]
+
+
+def scale(options) -> float:
+    """The session's time scale, at most the cells' (chaos/expectations/failover.py TIME_SCALE)."""
+    return min(options.time_scale, TIME_SCALE)
 
 
 def promoted_at(outcome: CellRun, run: int) -> float:
@@ -42,8 +47,8 @@ def redeliveries_by_via(outcome: CellRun, run: int) -> Counter:
 
 @pytest.mark.parametrize("cell", PRESET_CELLS, ids=[c.test_id.split("|", 1)[0] + ("+" + c.spec.faults[1].name if len(c.faults) > 1 else "")
                               for c in PRESET_CELLS])
-def test_failover_cell(cell, chaos_cell) -> None:
-    outcome = chaos_cell(cell, check=False)
+def test_failover_cell(cell, chaos_cell, chaos_options) -> None:
+    outcome = chaos_cell(cell, check=False, time_scale=scale(chaos_options))
     if outcome.outcome == UNKNOWN_OUTCOME:
         outcome.check()   # UnknownVerdict naming why (e.g. the kill never found what `until` names), not a figure
     kinds = [redeliveries_by_via(outcome, run) for run in range(len(outcome.histories))]
@@ -75,11 +80,11 @@ def confirmed_lost(outcome: CellRun) -> tuple[int, int]:
     return confirmed, lost
 
 
-def test_wait_confirmed_producer_loses_far_less(chaos_cell) -> None:
-    plain = chaos_cell(preset_cell("s1"), check=False)
+def test_wait_confirmed_producer_loses_far_less(chaos_cell, chaos_options) -> None:
+    plain = chaos_cell(preset_cell("s1"), check=False, time_scale=scale(chaos_options))
     for run in range(len(plain.histories)):
         promoted_at(plain, run)
-    waited = chaos_cell(WAIT_CELL, check=False)
+    waited = chaos_cell(WAIT_CELL, check=False, time_scale=scale(chaos_options))
     for run in range(len(waited.histories)):
         promoted_at(waited, run)
     confirmed, lost_confirmed = confirmed_lost(waited)

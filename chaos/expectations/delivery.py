@@ -10,6 +10,11 @@ from chaos.expectations.cells import Cell, rows
 from chaos.expectations.table import RUNS, each_run, eq, ge, satisfies
 
 KILL = "kill-consumer"  # SIGKILL at 1.2 s into the first 500-entry batch (5 ms per job)
+# The kill cells run at this time scale at most: jobs 2.5 ms, the kill by time at 600 ms. A run
+# is the 2000 jobs' cost (a respawned consumer works off the rest: 17.5 s at scale 1, 9.2 s at
+# 0.5, load 8); the kill by time still lands mid-batch (at least 255 entries of 2.5 ms each are
+# in the consumer's hand at 600 ms; a slower consumer holds more), the failpoint kills are forced.
+TIME_SCALE = 0.5
 
 
 

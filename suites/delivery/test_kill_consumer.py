@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import pytest
 
-from chaos.expectations.delivery import KILL_CELLS, handed_out_not_done
+from chaos.expectations.delivery import KILL_CELLS, TIME_SCALE, handed_out_not_done
 
 
 @pytest.mark.parametrize("cell", KILL_CELLS, ids=[c.test_id for c in KILL_CELLS])
-def test_kill_consumer_cell(cell, chaos_cell) -> None:
-    outcome = chaos_cell(cell, check=False)
+def test_kill_consumer_cell(cell, chaos_cell, chaos_options) -> None:
+    outcome = chaos_cell(cell, check=False, time_scale=min(chaos_options.time_scale, TIME_SCALE))
     for run in range(len(outcome.histories)):
         kills = [v for v in outcome.fault_ops(run, "kill-consumer") if v.get("phase") == "start"]
         assert kills, f"run {run}: the consumer was never killed; {outcome.figures()}"

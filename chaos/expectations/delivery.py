@@ -15,6 +15,12 @@ KILL = "kill-consumer"  # SIGKILL at 1.2 s into the first 500-entry batch (5 ms 
 # 0.5, load 8); the kill by time still lands mid-batch (at least 255 entries of 2.5 ms each are
 # in the consumer's hand at 600 ms; a slower consumer holds more), the failpoint kills are forced.
 TIME_SCALE = 0.5
+# The respawn cells' runs go on after the kill until the restarted consumer has done every job:
+# under load each job's own work (its UPDATE, XACK and history lines), not its 5 ms, sets the
+# length (a cell of 2 runs of 2000 jobs: 67 s beside a loaded suite, load 30). They show the
+# PEL recovered whatever follows it, so they run half the jobs: the kill still comes in the
+# first 500-entry batch (by time at 600 ms after scaling, or at the 101st write).
+RESPAWN_PARTS = {"workload": "bulk:jobs=1000,cost_ms=5"}
 
 
 
@@ -48,10 +54,12 @@ CELLS: list[Cell] = [
          note="killed by its own failpoint after 250 entries of a batch: the rest of the batch is gone"),
     Cell("ack-after:respawn=1", ("kill-consumer:at=after_apply_before_ack,after=100",), 2,
          dict(lost=eq(0), indeterminate=eq(0), pending_left=eq(0), duplicated=eq(RUNS), recovered=each_run(ge(1))),
+         parts=RESPAWN_PARTS,
          note="killed after its 101st DB write, before the XACK: that entry is redelivered and its "
               "plain effect applied twice (exactly one per run); the rest of the PEL is recovered"),
     Cell("ack-after:respawn=1", (KILL,), 2,
          dict(lost=eq(0), indeterminate=eq(0), pending_left=eq(0), recovered=each_run(ge(1))),
+         parts=RESPAWN_PARTS,
          note="ack after, the consumer restarted under its name: its PEL is recovered"),
 ]
 KILL_CELLS = [c for c in CELLS if c.faults[0].startswith(KILL)]

@@ -47,7 +47,7 @@ EFFECTS = {
                            "worker held; for one that lists `failpoints`, one its holder reached them with",
     FAILPOINT_FIRED: "a worker reached one of the failpoints its start op lists (`failpoints`: name -> action) "
                      "and the failpoint acted (a `failpoint` op)",
-    TOOK_BACK: "its `step: kill` op records, read on the old primary and the held replica just before the kill, "
+    TOOK_BACK: "its `step: kill` op (sentinel-failover: its `struck: true` op) records, read on the old primary and the held replica just before the kill, "
                "each kind of work its `until` names for the failover to take back (`took_back`: `reread` = an "
                "entry the replica holds that a consumer read after the replica's last byte, `unacked` = one it "
                "acked after it, `unread` = an acked entry the replica never got that no consumer had read)",
@@ -276,9 +276,10 @@ def took_back_met(until: Iterable[str], took: dict | None) -> bool:
 
 
 def _took_back(name: str, history: Iterable[dict]) -> bool:
-    """The fault's kill op says the kind(s) its `until` named were there (faults.failover_steps)."""
+    """The fault's kill op (sentinel-failover: its struck op) says the kind(s) its `until` named
+    were there (faults.failover_steps)."""
     for op in history:
         value = _value(op)
-        if op.get("f") == "fault" and value.get("name") == name and value.get("step") == "kill":
+        if op.get("f") == "fault" and value.get("name") == name and (value.get("step") == "kill" or value.get("struck")):
             return bool(value.get("until")) and took_back_met(value["until"], value.get("took_back"))
     return False

@@ -14,6 +14,14 @@ The toxic then stays on for ``duration_ms`` and until the producer comes back to
 ``before_publish`` (its retry, or its next row): it stops there, the toxic goes off, it
 resumes. The publish the blip was put on for has then met it, however late a loaded machine
 let it run; a toxic on for a fixed time was gone before a starved producer sent its XADD.
+
+``until_entries`` (with ``at=before_publish``) also keeps the toxic on until the workload's
+streams hold that many entries: another producer's publishes (P-payment's `paid` in the
+reference, ``until_entries=1``: the blip's producer publishes nothing meanwhile). Its retry
+then lands after them every run, forced: by the clock (paid at 300 ms, created's attempts at
+0/500/1000 ms in an 800 ms window) a loaded machine that started P-payment late had `paid`
+land after `created`. When the entries never come within ``wait_ms`` the fault fails and the
+run is unknown.
 """
 from __future__ import annotations
 
@@ -23,7 +31,7 @@ from typing import Any
 from chaos.errors import BadArguments
 from chaos.params import Param
 from faults.effects import PUBLISH_FAILED
-from faults.helpers import proxy_for
+from faults.helpers import proxy_for, wait_for_entries
 from faults.interface import FaultContext, FaultError
 from faults.window import WindowFault
 
@@ -45,10 +53,16 @@ class PublishBlip(WindowFault):
         Param("at_ms", 0, "for at=time: when the blip starts, from the start of the workload"),
         Param("duration_ms", 800, "how long it lasts (800: attempts at 0 and 500 ms fail, 1000 ms succeeds)"),
         Param("timeout_ms", 0, "the toxic's own timeout attribute (reset_peer: delay before closing)"),
+        Param("until_entries", 0, "for at=before_publish: the toxic also stays on until the workload's streams "
+              "hold this many entries (another producer's publishes), so the blip's publish lands after them",
+              kind=int, minimum=0),
         Param("wait_ms", 30000, "for at=before_publish: how long to wait for the failpoint (unscaled)"),
     )
 
     def validate(self) -> None:
+        if self.until_entries and self.at != "before_publish":
+            raise BadArguments("fault 'publish-blip': until_entries needs at=before_publish (the toxic goes off at "
+                               "the producer's next publish); add at=before_publish")
         if self.toxic == "down" and self.stream == "downstream":
             raise BadArguments("fault 'publish-blip': toxic=down cuts both directions; "
                                "for a lost reply use toxic=reset_peer,stream=downstream")
@@ -77,6 +91,12 @@ class PublishBlip(WindowFault):
         left_s = ctx.scale(self.duration_ms) - (time.monotonic() - self.started_at)
         if left_s > 0:
             time.sleep(left_s)
+        missed = None
+        if self.until_entries:
+            try:
+                wait_for_entries(ctx, self.until_entries, self.wait_ms / 1000, self.name)
+            except FaultError as exc:
+                missed = exc
         try:
             later, _ = ctx.wait_failpoint("before_publish", self.wait_ms)
         except FaultError:
@@ -87,6 +107,8 @@ class PublishBlip(WindowFault):
         finally:
             if later is not None:
                 ctx.resume(later)
+        if missed is not None:
+            raise missed
 
     def start(self, ctx: FaultContext) -> dict[str, Any]:
         proxies = proxy_for(ctx, "redis", self.target)

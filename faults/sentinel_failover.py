@@ -12,6 +12,15 @@ notice). Then, by ``mode``:
 * ``manual``: ``SENTINEL FAILOVER``, as an operator would; the old primary keeps taking
   writes until Sentinel demotes it (redis/redis#6062).
 
+With ``until`` (as promote-replica's, faults.failover_steps) the link is held whatever
+``hold_ms`` says, and the primary fails only once the failover would take back what
+``until`` names, read on both servers every 5 ms (a processed entry that comes back, an
+acked one nobody read); the strike op records ``took_back`` and the run's effect is
+``took-back``, so a run whose hold never saw it is ``unknown``. ``at=before_publish`` starts
+the hold at the producer's failpoint after ``after_entries`` publishes, so events are
+published into it (a late producer catching up can publish everything before the fault
+sees ``after_entries``: a loaded run then had nothing to lose).
+
 Sentinel detects (down-after-milliseconds, scaled), agrees, elects a leader and promotes
 the replica by itself; clients find the new primary by asking Sentinel. With ``rejoin``
 the old primary comes back (restarted empty, or the cut healed) and Sentinel turns it
@@ -30,9 +39,9 @@ from typing import Any
 
 from chaos.errors import BadArguments
 from chaos.params import Param
-from faults.effects import DIED_MID_WORK
-from faults.failover_steps import confirm_replicating
-from faults.helpers import ToxicSet, raise_if, wait_for_entries, workload_streams
+from faults.effects import DIED_MID_WORK, TOOK_BACK
+from faults.failover_steps import UNTIL_PARAMS, KillAndPromote, replica_offset
+from faults.helpers import raise_if, wait_for_entries, workload_streams
 from faults.interface import Fault, FaultContext, FaultError
 
 MODES = ("partition", "kill", "manual")
@@ -59,6 +68,11 @@ class SentinelFailover(Fault):
               "still replicating), kill (SIGKILL), manual (SENTINEL FAILOVER)", choices=MODES),
         Param("after_entries", 1, "wait until the workload's streams hold this many entries (progress, "
               "not the clock)", kind=int, minimum=0),
+        Param("at", "entries", "entries: hold once the streams hold after_entries (then at_ms); "
+              "before_publish: the producer `target` stops at its before_publish failpoint after "
+              "after_entries publishes, the hold goes on, it resumes (it still has publishes to make "
+              "into the hold)", choices=("entries", "before_publish")),
+        Param("target", "P-order", "for at=before_publish: the producer process"),
         Param("at_ms", 300, "then wait this long before replication is held"),
         Param("hold_ms", 0, "replication held (both directions) this long before the primary fails, and "
               "after (0: never held)"),
@@ -68,6 +82,7 @@ class SentinelFailover(Fault):
               "heals) and Sentinel demotes it; manual always keeps it", kind=bool),
         Param("elect_timeout_ms", 15000, "how long Sentinel may take to promote; past it the run is unknown"),
         Param("wait_ms", 30000, "how long to wait for after_entries (unscaled)"),
+        *UNTIL_PARAMS,
     )
 
     def validate(self) -> None:
@@ -78,10 +93,18 @@ class SentinelFailover(Fault):
             raise BadArguments(f"fault 'sentinel-failover': down_after_ms={self.down_after_ms} is not shorter than "
                                f"elect_timeout_ms={self.elect_timeout_ms}, so Sentinel could never act within the "
                                f"run: lower down_after_ms or raise elect_timeout_ms")
-        total = self.at_ms + self.hold_ms + 2 * self.elect_timeout_ms
+        total = self.at_ms + self.hold_ms + 2 * self.elect_timeout_ms + (self.until_ms if self.until else 0)
         if total > FAULT_BUDGET_MS:
-            raise BadArguments(f"fault 'sentinel-failover': at_ms + hold_ms + 2 x elect_timeout_ms = {total} ms "
-                               f"is longer than a run gives a fault ({FAULT_BUDGET_MS} ms, scaled): lower them")
+            raise BadArguments(f"fault 'sentinel-failover': at_ms + hold_ms + 2 x elect_timeout_ms (+ until_ms) = "
+                               f"{total} ms is longer than a run gives a fault ({FAULT_BUDGET_MS} ms, scaled): "
+                               f"lower them")
+        if self.until:
+            self.effect = TOOK_BACK
+
+    def failpoints(self) -> dict[str, dict[str, dict]]:
+        if self.at != "before_publish":
+            return {}
+        return {self.target: {"before_publish": {"action": "signal", "after": self.after_entries, "count": 1}}}
 
     # -- lifecycle ---------------------------------------------------------------------------
     def arm(self, ctx: FaultContext) -> None:
@@ -91,38 +114,43 @@ class SentinelFailover(Fault):
                              "(pytest: --chaos-topology sentinel); promote-replica is this fault's replica-topology "
                              "counterpart")
         self.armed_for = id(ctx)
-        self.toxics = ToxicSet(cluster.api)
         self.old = self.new = ""
         self.killed = self.promoted = False
         self.down_after_s = max(ctx.scale(self.down_after_ms), MIN_DOWN_AFTER_MS / 1000)
         cluster.set_down_after(round(self.down_after_s * 1000))
-        self.report: dict[str, Any] = {"mode": self.mode, "sync_wait_s": round(confirm_replicating(cluster), 4)}
+        # the replication check, the toxics and hold_until of promote-replica's failover
+        self.failover = KillAndPromote(self.name, cluster)
+        self.toxics = self.failover.toxics
+        self.report: dict[str, Any] = {"mode": self.mode, **self.failover.report}
 
     def run(self, ctx: FaultContext) -> None:
         if getattr(self, "armed_for", None) != id(ctx):
             self.arm(ctx)
         cluster = ctx.cluster
-        if self.after_entries:
-            self.report["entries_wait_s"] = round(
-                wait_for_entries(ctx, self.after_entries, self.wait_ms / 1000, self.name), 4)
-        ctx.sleep(self.at_ms)
-        self.old = cluster.primary_id()
-        self.new = "b" if self.old == "a" else "a"
         link = cluster.links["replication"]
-        held_at = time.monotonic()
-        if self.hold_ms:
-            self.toxics.add(link, "timeout", stream="downstream", name="chaos-hold-down", timeout=0)
-            self.toxics.add(link, "timeout", stream="upstream", name="chaos-hold-up", timeout=0)
-        ctx.record("start", name=self.name, spec=self.spec, step="hold" if self.hold_ms else self.mode,
-                   old_primary=self.old)
+        if self.at == "before_publish":
+            producer, _ = ctx.wait_failpoint("before_publish", self.wait_ms)
+            try:
+                held_at, settled = self._hold(ctx, link)
+            finally:
+                ctx.resume(producer)
+        else:
+            if self.after_entries:
+                self.report["entries_wait_s"] = round(
+                    wait_for_entries(ctx, self.after_entries, self.wait_ms / 1000, self.name), 4)
+            ctx.sleep(self.at_ms)
+            held_at, settled = self._hold(ctx, link)
         ctx.sleep(self.hold_ms)
-        replica_last = self._last_ids(cluster.direct_redis("replica"))
+        waited = self.failover.hold_until(ctx, self.until, self.until_ms, settled) if self.until else {}
+        self.report.update(waited)
+        replica_last = _last_ids(cluster.direct_redis("replica"))
         old_client = cluster.direct_redis("primary")
-        self.beyond = self._beyond(old_client, replica_last)
-        log_from = self._log_offsets(cluster)
+        self.beyond = _beyond(old_client, replica_last)
+        log_from = _log_offsets(cluster)
         acted_at = time.monotonic()
+        # the struck op carries `took_back` (the took-back effect reads it there, as promote-replica's kill op)
         ctx.record("info", name=self.name, step=self.mode, struck=True, old_primary=self.old,
-                   acked_after_sync=self.beyond)
+                   acked_after_sync=self.beyond, **waited)
         if self.mode == "kill":
             cluster.kill_node(self.old)
             self.killed = True
@@ -151,9 +179,24 @@ class SentinelFailover(Fault):
             "old_primary": self.old, "new_primary": self.new,
             "new_primary_address": str(cluster.node_address(self.new)),
             "failed_over": True,
-            "sentinel_events": self._sentinel_events(cluster, log_from),
+            "sentinel_events": _sentinel_events(cluster, log_from),
         })
         ctx.record("stop", name=self.name, step="promoted", **self.report)
+
+    def _hold(self, ctx: FaultContext, link: str) -> tuple[float, tuple[int | None, float]]:
+        """Hold the link both ways (if hold_ms or until asks) and record the start; returns when,
+        and the replica's offset read once the hold is in place."""
+        cluster = ctx.cluster
+        self.old = cluster.primary_id()
+        self.new = "b" if self.old == "a" else "a"
+        held_at = time.monotonic()
+        held = bool(self.hold_ms or self.until)
+        if held:
+            self.toxics.add(link, "timeout", stream="downstream", name="chaos-hold-down", timeout=0)
+            self.toxics.add(link, "timeout", stream="upstream", name="chaos-hold-up", timeout=0)
+        ctx.record("start", name=self.name, spec=self.spec, step="hold" if held else self.mode,
+                   old_primary=self.old)
+        return held_at, (replica_offset(cluster.direct_redis("replica")), time.monotonic())
 
     def heal(self, ctx: FaultContext) -> None:
         """Lift the hold and any cut. A primary killed that Sentinel never replaced is started
@@ -191,7 +234,7 @@ class SentinelFailover(Fault):
         out: dict[str, Any] = {"detect_s": None, "odown_s": None}
         while True:
             now = time.monotonic()
-            flags = self._master_flags(cluster)
+            flags = _master_flags(cluster)
             if out["detect_s"] is None and any("s_down" in f for f in flags):
                 out["detect_s"] = round(now - acted_at, 4)
             if out["odown_s"] is None and any("o_down" in f for f in flags):
@@ -201,7 +244,7 @@ class SentinelFailover(Fault):
                 out["promote_s"] = round(now - acted_at, 4)
                 return out
             if self.mode != "kill":
-                self.beyond = max(self.beyond, self._beyond(old_client, replica_last, quiet=True))
+                self.beyond = max(self.beyond, _beyond(old_client, replica_last, quiet=True))
             if now > deadline:
                 raise FaultError(f"sentinel-failover ({self.mode}): Sentinel did not promote node {self.new} within "
                                  f"{self._elect_s(ctx):.1f} s (primary flags per Sentinel: {flags}; "
@@ -218,63 +261,63 @@ class SentinelFailover(Fault):
             if role == "slave":
                 return round(time.monotonic() - acted_at, 4)
             if role == "master" and self.mode != "kill":
-                self.beyond = max(self.beyond, self._beyond(old_client, replica_last, quiet=True))
+                self.beyond = max(self.beyond, _beyond(old_client, replica_last, quiet=True))
             if time.monotonic() > deadline:
                 raise FaultError(f"sentinel-failover ({self.mode}): Sentinel did not demote the old primary "
                                  f"(node {self.old}, role {role}) within {self._elect_s(ctx):.1f} s; "
                                  f"Sentinel logs:\n{cluster.sentinel_logs()}")
             time.sleep(POLL_S)
 
-    # -- measurements --------------------------------------------------------------------------
-    @staticmethod
-    def _master_flags(cluster: Any) -> list[str]:
-        flags = []
-        for client in cluster.sentinel_clients():
-            try:
-                reply = client.execute_command("SENTINEL", "MASTER", cluster.master_name)
-                flags.append(dict(zip(reply[::2], reply[1::2])).get("flags", ""))
-            except Exception:  # noqa: BLE001 - a Sentinel busy failing over: ask again
-                continue
-        return flags
 
-    @staticmethod
-    def _last_ids(client: Any) -> dict[str, str]:
-        out = {}
-        for stream in workload_streams(client):
-            last = client.xrevrange(stream, count=1)
-            out[stream] = last[0][0] if last else "0-0"
-        return out
-
-    @staticmethod
-    def _beyond(client: Any, replica_last: dict[str, str], quiet: bool = False) -> int:
-        """Entries on the (old) primary past the replica's last entry of each stream."""
+# -- measurements ---------------------------------------------------------------------------
+def _master_flags(cluster: Any) -> list[str]:
+    flags = []
+    for client in cluster.sentinel_clients():
         try:
-            return sum(len(client.xrange(s, min=f"({replica_last.get(s, '0-0')}", max="+"))
-                       for s in workload_streams(client))
-        except Exception:  # noqa: BLE001 - a dead or demoted node has nothing to count
-            if quiet:
-                return 0
-            raise
+            reply = client.execute_command("SENTINEL", "MASTER", cluster.master_name)
+            flags.append(dict(zip(reply[::2], reply[1::2])).get("flags", ""))
+        except Exception:  # noqa: BLE001 - a Sentinel busy failing over: ask again
+            continue
+    return flags
 
-    @staticmethod
-    def _log_offsets(cluster: Any) -> dict[str, int]:
-        out = {}
-        for proc in cluster.sentinel_procs:
-            path = proc.workdir / "sentinel-server.log"
-            out[str(path)] = path.stat().st_size if path.exists() else 0
-        return out
 
-    @staticmethod
-    def _sentinel_events(cluster: Any, offsets: dict[str, int]) -> dict[str, int]:
-        """How many of each Sentinel event the Sentinels logged since the action."""
-        counts: dict[str, int] = {}
-        for path, offset in offsets.items():
-            try:
-                with open(path, errors="replace") as log:
-                    log.seek(offset)
-                    text = log.read()
-            except OSError:
-                continue
-            for match in SENTINEL_EVENTS.finditer(text):
-                counts[match.group(0)] = counts.get(match.group(0), 0) + 1
-        return counts
+def _last_ids(client: Any) -> dict[str, str]:
+    out = {}
+    for stream in workload_streams(client):
+        last = client.xrevrange(stream, count=1)
+        out[stream] = last[0][0] if last else "0-0"
+    return out
+
+
+def _beyond(client: Any, replica_last: dict[str, str], quiet: bool = False) -> int:
+    """Entries on the (old) primary past the replica's last entry of each stream."""
+    try:
+        return sum(len(client.xrange(s, min=f"({replica_last.get(s, '0-0')}", max="+"))
+                   for s in workload_streams(client))
+    except Exception:  # noqa: BLE001 - a dead or demoted node has nothing to count
+        if quiet:
+            return 0
+        raise
+
+
+def _log_offsets(cluster: Any) -> dict[str, int]:
+    out = {}
+    for proc in cluster.sentinel_procs:
+        path = proc.workdir / "sentinel-server.log"
+        out[str(path)] = path.stat().st_size if path.exists() else 0
+    return out
+
+
+def _sentinel_events(cluster: Any, offsets: dict[str, int]) -> dict[str, int]:
+    """How many of each Sentinel event the Sentinels logged since the action."""
+    counts: dict[str, int] = {}
+    for path, offset in offsets.items():
+        try:
+            with open(path, errors="replace") as log:
+                log.seek(offset)
+                text = log.read()
+        except OSError:
+            continue
+        for match in SENTINEL_EVENTS.finditer(text):
+            counts[match.group(0)] = counts.get(match.group(0), 0) + 1
+    return counts

@@ -2,7 +2,8 @@
 
 The reference: `created` (P-order) fails at 0 and 500 ms and succeeds at 1000 ms, while
 `paid` (P-payment, its own link) succeeds at 300 ms, so the log holds paid before
-created. A plain UPDATE and a CAS on the stream entry id end `created` (wrong); a CAS on
+created. The rows force that order: the blip starts at created's first publish and lasts
+until paid is in the stream (`until_entries=1`). A plain UPDATE and a CAS on the stream entry id end `created` (wrong); a CAS on
 the business version (assigned when the event was created) ends `paid`. When the blip
 drops only the reply, Redis has the XADD, the producer saw an error (info) and retried:
 the event is in the stream twice and is delivered twice.
@@ -12,7 +13,10 @@ from __future__ import annotations
 from chaos.expectations.cells import Cell, rows
 from chaos.expectations.table import RUNS, each_run, eq, ge
 
-BLIP = "publish-blip"                     # reset_peer on P-order's link, 0-800 ms
+# reset_peer on P-order's link from its first publish (created) for 800 ms and until paid (P-payment, its
+# own link) is in the stream: created's retry lands after paid every run, however late a loaded machine
+# starts either producer (by the clock alone, 0-800 ms against paid at 300 ms, it was a race)
+BLIP = "publish-blip:at=before_publish,until_entries=1"
 REPLY_BLIP = "publish-blip:stream=downstream,at=before_publish,duration_ms=300"
 S1_TWO_SERVICES = "s1:paid_at_ms=300,payment_service=1"
 RUN_COUNT = 5

@@ -4,7 +4,9 @@ The consumer that reads `created` stops before writing for 1.5 s and until anoth
 committed `paid` and another has claimed `created` (the fault's `until_etype` and
 `until_claimed`: the order and the claim are forced, not left to the clock);
 the other applies `paid`, claims `created` after the 500 ms min-idle time and applies it;
-then the stalled one resumes and writes `created` late. With a plain UPDATE the late write lands after v=2
+then the stalled one resumes and writes `created` late (`late_write`: the fault holds the other
+consumers' last acks until that write came, so the workload cannot end before it; a loaded run
+once stopped before it). With a plain UPDATE the late write lands after v=2
 (final `created`), and so does the claimer's when it applied `paid` before its claim (2 per run;
 1 when `paid` reached it only after the claim, its publish lagging by more than the min-idle
 time on a loaded machine: the test asserts each run's count from its history); with CAS both
@@ -15,7 +17,7 @@ from __future__ import annotations
 from chaos.expectations.cells import Cell, rows
 from chaos.expectations.table import RUNS, each_run, eq, ge
 
-CLAIM = "xautoclaim:etype=created,stall_ms=1500,until_etype=paid,until_claimed=1"
+CLAIM = "xautoclaim:etype=created,stall_ms=1500,until_etype=paid,until_claimed=1,late_write=1"
 CLAIMING = "claim=always,claim_idle_ms=500"
 RUN_COUNT = 3
 

@@ -92,6 +92,10 @@ def test_failpoint_faults_name_their_failpoints() -> None:
     assert get_fault("xautoclaim:target=C2,etype=created,until_etype=paid").failpoints() == {
         "C2": {"before_apply": {"action": "signal", "count": 1, "etype": "created"}},
         "consumer": {"after_commit": {"action": "signal", "count": 1, "etype": "paid"}}}
+    # late_write: the stalled consumer's own apply (and the others' held acks) seen on every consumer
+    assert get_fault("xautoclaim:etype=created,late_write=1").failpoints() == {
+        "consumer": {"before_apply": {"action": "signal", "count": 1, "etype": "created"},
+                     "after_apply_before_ack": {"action": "signal", "count": 1, "etype": "created"}}}
     # hold: the stop and the failpoint it waits for are carried by every worker of the role
     assert get_fault("hold:etype=created,until_etype=paid").failpoints() == {
         "consumer": {"after_commit": {"action": "signal", "count": 1, "etype": "created"},
@@ -101,6 +105,8 @@ def test_failpoint_faults_name_their_failpoints() -> None:
 @pytest.mark.parametrize("spec, fix", [
     ("hold:at=before_apply,until=before_apply", "give two different failpoints"),
     ("xautoclaim:at=time,until_claimed=1", "drop until_claimed or use at=before_apply"),
+    ("xautoclaim:at=time,late_write=1", "drop late_write or use at=before_apply"),
+    ("xautoclaim:at=after_apply_before_ack,late_write=1", "must stall before the apply"),
 ])
 def test_a_condition_the_fault_cannot_watch_is_refused(spec: str, fix: str) -> None:
     with pytest.raises(BadArguments, match=fix):

@@ -21,8 +21,9 @@ the hold at the producer's failpoint after ``after_entries`` publishes, so event
 published into it (a late producer catching up can publish everything before the fault
 sees ``after_entries``: a loaded run then had nothing to lose).
 
-Sentinel detects (down-after-milliseconds, scaled), agrees, elects a leader and promotes
-the replica by itself; clients find the new primary by asking Sentinel. With ``rejoin``
+Sentinel detects (down-after-milliseconds, scaled; the Sentinels past the quorum only vote,
+see VOTER_DOWN_AFTER_MS), agrees, elects a leader and promotes the replica by itself;
+clients find the new primary by asking Sentinel. With ``rejoin``
 the old primary comes back (restarted empty, or the cut healed) and Sentinel turns it
 into a replica, which drops what it had not replicated (redis/redis#12570).
 
@@ -53,6 +54,12 @@ FAULT_BUDGET_MS = 55000
 # 100 ms timer, and on a loaded 2-core box 200 ms judged the just-promoted replica down too
 # and failed over a second time, back to the old primary restarted empty.
 MIN_DOWN_AFTER_MS = 1000
+# The Sentinels past the quorum only vote: their down-after is this long, so they never judge the
+# primary down and never stand for leader. Three Sentinels that judged it down within the same
+# 10 ms (a loaded 2-core box, the cut seen by all at once) each voted for itself; the election
+# aborted (-failover-abort-not-elected) and, failover-timeout being 600 s, nobody retried within
+# the run. With one that only votes for whoever asks first, one of the others has a majority.
+VOTER_DOWN_AFTER_MS = 3_600_000
 SENTINEL_EVENTS = re.compile(r"[+-](sdown|odown|try-failover|elected-leader|selected-slave|promoted-slave|"
                              r"failover-end|switch-master|convert-to-slave|failover-abort-[a-z-]+)\b")
 
@@ -118,10 +125,11 @@ class SentinelFailover(Fault):
         self.killed = self.promoted = False
         self.down_after_s = max(ctx.scale(self.down_after_ms), MIN_DOWN_AFTER_MS / 1000)
         cluster.set_down_after(round(self.down_after_s * 1000))
+        voters = _voters_only(cluster)
         # the replication check, the toxics and hold_until of promote-replica's failover
         self.failover = KillAndPromote(self.name, cluster)
         self.toxics = self.failover.toxics
-        self.report: dict[str, Any] = {"mode": self.mode, **self.failover.report}
+        self.report: dict[str, Any] = {"mode": self.mode, "voters_only": voters, **self.failover.report}
 
     def run(self, ctx: FaultContext) -> None:
         if getattr(self, "armed_for", None) != id(ctx):
@@ -267,6 +275,23 @@ class SentinelFailover(Fault):
                                  f"(node {self.old}, role {role}) within {self._elect_s(ctx):.1f} s; "
                                  f"Sentinel logs:\n{cluster.sentinel_logs()}")
             time.sleep(POLL_S)
+
+
+def _voters_only(cluster: Any) -> int:
+    """Give the Sentinels past the quorum VOTER_DOWN_AFTER_MS (see there); how many took it."""
+    quorum = getattr(getattr(cluster, "spec", None), "quorum", None)
+    clients = cluster.sentinel_clients()
+    if not quorum or quorum >= len(clients):
+        return 0
+    took = 0
+    for client in clients[quorum:]:
+        try:
+            client.execute_command("SENTINEL", "SET", cluster.master_name, "down-after-milliseconds",
+                                   VOTER_DOWN_AFTER_MS)
+            took += 1
+        except Exception:  # noqa: BLE001 - a stopped Sentinel votes for nobody anyway
+            continue
+    return took
 
 
 # -- measurements ---------------------------------------------------------------------------

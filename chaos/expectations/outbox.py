@@ -12,8 +12,8 @@ rows; one S1 consumer with a plain UPDATE, so the stream order *is* the final st
   loaded machine: the relay is at-least-once, so the bound is >= runs). With a plain UPDATE the effect is applied twice
   (duplicated, projection drift); with the inbox it is applied once. Per-key order holds
   (the duplicate comes before the key's next row).
-* 3 parallel dispatchers (4 orders x 5 events), the one holding e1-1 stalls 3 s before
-  its XADD: naive row claims let the other two send e1-2..e1-5 meanwhile, so key 1 ends
+* 3 parallel dispatchers (4 orders x 5 events), the one holding e1-1 stalls before its
+  XADD until the other two have sent e1-2..e1-5 (naive row claims let them), so key 1 ends
   `created` every run; one naive dispatcher with the same stall only waits (the break is
   the parallelism); per-key dispatchers skip the locked key. Killing one per-key
   dispatcher between XADD and mark leaves one duplicate entry, in order.
@@ -34,6 +34,10 @@ KILL_AT_MARK = "kill-dispatcher"                      # at=after_xadd_before_mar
 # of "the relay sends twice".
 REPLY_LOST = "publish-blip:target=dispatcher-1,stream=downstream,at=before_publish,duration_ms=300"
 RUN_COUNT = 3
+# e1-1's holder stalls until the other two dispatchers have published key 1's four later rows (at most
+# 10 s): the overtaking is forced, not timed (a 3 s stall by the clock let a loaded machine's service
+# and dispatchers fall behind; the held rows below keep the preset's 3 s: nobody can overtake there)
+NAIVE_N = "p1-naive-n:stall_until_later=4,stall_ms=10000"
 
 HOLDS = dict(wrong_final_state_runs=eq(0), reordered=eq(0), lost=eq(0), indeterminate=eq(0))
 
@@ -63,10 +67,10 @@ CELLS: list[Cell] = [
          dict(**HOLDS, duplicate_entries=each_run(ge(1)), duplicated=each_run(ge(1)),
               projection_drift=each_run(ge(1))),
          note="same lost reply with a plain UPDATE: the copy is applied twice"),
-    Cell("p1-naive-n", (), RUN_COUNT,
+    Cell(NAIVE_N, (), RUN_COUNT,
          dict(wrong_final_state_runs=eq(RUNS), reordered=each_run(ge(1)), lost=eq(0), indeterminate=eq(0),
               duplicate_entries=eq(0)),
-         note="3 naive dispatchers, e1-1's holder stalls 3 s: the others send e1-2..e1-5 first"),
+         note="3 naive dispatchers, e1-1's holder stalls until the others have sent e1-2..e1-5"),
     Cell("p1-naive-n:dispatchers=1", (), RUN_COUNT,
          dict(**HOLDS, duplicate_entries=eq(0)),
          note="the same stall with one naive dispatcher only delays everything: the break is the parallelism"),

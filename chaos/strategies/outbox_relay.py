@@ -21,9 +21,9 @@ MODES = ("naive", "per-key")
 SELECTORS = ("event_id", "key", "etype")
 
 
-def _selectors(spec: dict[str, Any], knobs: set[str], what: str) -> dict[str, Any]:
+def _selectors(spec: dict[str, Any], knobs: set[str], what: str, optional: frozenset = frozenset()) -> dict[str, Any]:
     """The row selectors of a `fail`/`stall` spec, checked: at least one, nothing unknown."""
-    selectors = {k: v for k, v in spec.items() if k not in knobs}
+    selectors = {k: v for k, v in spec.items() if k not in knobs | optional}
     if not selectors or set(selectors) - set(SELECTORS):
         raise ValueError(f"dispatcher {what}={spec!r}: give {', '.join(sorted(knobs))} and one of "
                          f"{', '.join(SELECTORS)}, e.g. {{'event_id': 'e42-1', {sorted(knobs)[0]!r}: 2}}")
@@ -34,13 +34,17 @@ def _matches(selectors: dict[str, Any], row: Any) -> bool:
     return all(str(getattr(row, k)) == str(v) for k, v in selectors.items())
 
 
+STALL_OPTIONAL = frozenset({"until_later"})
+
+
 @dataclass(frozen=True)
 class DispatcherConfig:
     """``spec["dispatcher"]``: the relay discipline, its poll interval, and injected row faults.
 
     ``fail`` = ``{selector: value, "attempts": n}``: the row's first n publishes fail.
     ``stall`` = ``{selector: value, "ms": t}``: the dispatcher that holds the row waits t ms
-    (scaled) before its XADD, once per process (a GC pause, a slow link), holding its locks.
+    (scaled) before its XADD, once per process (a GC pause, a slow link), holding its locks;
+    with ``"until_later": n`` it ends as soon as n later rows of the row's key are published.
     """
 
     mode: str = "per-key"
@@ -57,7 +61,7 @@ class DispatcherConfig:
         if self.fail is not None:
             _selectors(self.fail, {"attempts"}, "fail")
         if self.stall is not None:
-            _selectors(self.stall, {"ms"}, "stall")
+            _selectors(self.stall, {"ms"}, "stall", STALL_OPTIONAL)
 
     def fails(self, row: Any) -> bool:
         """Whether this publish of `row` must fail: it matches `fail` and has fewer attempts.
@@ -70,7 +74,7 @@ class DispatcherConfig:
         return row.attempts < int(self.fail.get("attempts", 2))
 
     def stalls(self, row: Any) -> bool:
-        return bool(self.stall) and _matches(_selectors(self.stall, {"ms"}, "stall"), row)
+        return bool(self.stall) and _matches(_selectors(self.stall, {"ms"}, "stall", STALL_OPTIONAL), row)
 
 
 def has_schema(conn: psycopg.Connection) -> bool:

@@ -53,6 +53,9 @@ class OutboxProducer(Producer):
               "its locks ('' = none)"),
         Param("stall_ms", 3000.0, "how long that dispatcher stalls (long enough for the service to "
               "write the key's later events even on a loaded machine: 1 s was not, at load 16)", minimum=0),
+        Param("stall_until_later", 0, "the stall also ends as soon as this many later rows of the stalled row's "
+              "key are published (by the other dispatchers): stall_ms is then a cap, the order forced, "
+              "not timed (0: it lasts stall_ms)", minimum=0),
         Param("rollback", (), "event_ids (joined by '/') whose service transaction rolls back"),
         Param("respawn", True, "restart a dispatcher a fault killed (its failpoints off)"),
         Param("respawn_ms", 0.0, "delay before that restart", minimum=0),
@@ -69,6 +72,8 @@ class OutboxProducer(Producer):
     def config(self) -> DispatcherConfig:
         fail = {"event_id": self.fail_event, "attempts": self.fail_attempts} if self.fail_event else None
         stall = {"event_id": self.stall_event, "ms": self.stall_ms} if self.stall_event else None
+        if stall and self.stall_until_later:
+            stall["until_later"] = self.stall_until_later
         return DispatcherConfig(mode=self.mode, poll_ms=self.poll_ms, timeout_ms=self.timeout_ms,
                                 fail=fail, stall=stall)
 

@@ -13,13 +13,27 @@ a lock is held, a transaction may be open) so that the job takes `duration_ms`, 
 must exceed the claim idle time. Every consumer that runs the job runs it that long once.
 A plain UPDATE applies it twice; CAS and the inbox turn the second run into a no-op.
 The checker's `duplicated` anomaly gives the two runs' overlap.
+
+With ``until_claimed=1`` (an ``event_id`` job) the job stops at ``in_work`` (SIGSTOP) instead of
+sleeping, and the fault resumes it once ``duration_ms`` has passed *and* the group's PEL no
+longer has the entry in this consumer's name (another consumer's XAUTOCLAIM took it), read on
+the primary every 10 ms; the last of the ``claimers + 1`` runs, whom nobody is to claim from,
+resumes after ``duration_ms``. The claim the cell is about then happens during the job's run
+every run, however late a loaded machine lets the claimer's XAUTOCLAIM come (a 1.5 s sleep by
+the clock left that to chance). A claim that never comes within ``wait_ms`` fails the fault:
+the run is unknown.
 """
 from __future__ import annotations
+
+import threading
+import time
+from typing import Any
 
 from chaos.errors import BadArguments
 from chaos.params import Param
 from faults.effects import CLAIMED_WHILE_RUNNING
-from faults.interface import Fault, FaultContext, Plan
+from faults.helpers import process_alive, workload_streams
+from faults.interface import Fault, FaultContext, FaultError, Plan
 
 ALWAYS = 10**9
 
@@ -40,6 +54,10 @@ class LongJob(Fault):
         Param("claimers", 1, "consumers besides the first that claim it (each runs it long once in turn)",
               kind=int, minimum=1),
         Param("role", "consumer", "the consumers whose run of the job is long"),
+        Param("until_claimed", False, "an event_id job stops (SIGSTOP) and resumes after duration_ms and "
+              "once another consumer has claimed it (the group's PEL no longer names this one); the last "
+              "run after duration_ms", kind=bool),
+        Param("wait_ms", 30000, "with until_claimed: how long a run waits for its claim (unscaled)"),
     )
 
     def validate(self) -> None:
@@ -47,6 +65,9 @@ class LongJob(Fault):
         if len(chosen) > 1:
             raise BadArguments(f"fault 'long-job': give one selector, not {' and '.join(chosen)} "
                                "(e.g. long-job:event_id=e1-1)")
+        if self.until_claimed and not self.event_id:
+            raise BadArguments("fault 'long-job': until_claimed follows one entry's claims: give event_id "
+                               "(e.g. long-job:event_id=e42-1,until_claimed=1)")
 
     def check(self, plan: Plan) -> None:
         strategy = plan.strategy
@@ -76,6 +97,8 @@ class LongJob(Fault):
                 f"{delivery.claim_idle_ms:g}, so nobody claims the job; raise duration_ms or lower claim_idle_ms")
 
     def failpoints(self) -> dict[str, dict[str, dict]]:
+        if self.until_claimed:
+            return {self.role: {"in_work": {"action": "signal", "count": 1, "event_id": self.event_id}}}
         point: dict = {"action": "pause", "pause_ms": self.duration_ms, "count": 1}
         if self.event_id:
             point["event_id"] = self.event_id
@@ -85,6 +108,88 @@ class LongJob(Fault):
             point["every"], point["count"] = self.every, ALWAYS
         return {self.role: {"in_work": point}}
 
+    def arm(self, ctx: FaultContext) -> None:
+        self.armed_for = id(ctx)
+        self.stopped: list = []            # until_claimed: runs stopped at in_work, not yet resumed
+        self.missed: list[str] = []
+        self.lock = threading.Lock()
+
     def run(self, ctx: FaultContext) -> None:
+        action = "signal" if self.until_claimed else "pause"
         ctx.record("start", name=self.name, spec=self.spec, duration_ms=self.duration_ms,
-                   failpoints={"in_work": "pause"}, note="the selected job pauses in its work (failpoint in_work ops)")
+                   failpoints={"in_work": action}, note="the selected job pauses in its work (failpoint in_work ops)")
+        if not self.until_claimed:
+            return
+        if getattr(self, "armed_for", None) != id(ctx):
+            self.arm(ctx)
+        releases = []
+        for nth in range(1, self.claimers + 2):
+            worker = self._arrival(ctx)
+            if worker is None:
+                break
+            with self.lock:
+                self.stopped.append(worker)
+            releases.append(threading.Thread(target=self._release, args=(ctx, worker, nth <= self.claimers),
+                                             daemon=True, name=f"long-job-{worker.name}"))
+            releases[-1].start()
+        for thread in releases:
+            thread.join()
+        if self.missed:
+            raise FaultError(f"fault 'long-job': {'; '.join(self.missed)}: the claim it forces did not happen")
+
+    def _arrival(self, ctx: FaultContext) -> Any:
+        """The next consumer to stop at in_work with the job; None when the run ends first."""
+        while not ctx.stop_event.is_set():
+            try:
+                return ctx.wait_failpoint("in_work", 200)[0]
+            except FaultError:
+                continue
+        return None
+
+    def _release(self, ctx: FaultContext, worker: Any, claimed_from: bool) -> None:
+        """Resume `worker` after duration_ms and, if someone is to claim from it, once the PEL no
+        longer names it for the job (records `info` with what it waited for)."""
+        stopped_at = time.monotonic()
+        time.sleep(ctx.scale(self.duration_ms))   # the whole run's length, as the pause's, even past the workload
+        deadline = stopped_at + self.wait_ms / 1000
+        claimed = None
+        if claimed_from:
+            # looked at once more after the run ended: a claimed copy acked at once (a marker set before
+            # the work) ends the workload while this run still sleeps
+            while not (claimed := not self._holds(ctx, worker.name)):
+                if ctx.stop_event.is_set() or time.monotonic() > deadline:
+                    break
+                time.sleep(0.01)
+            if not claimed:
+                self.missed.append(f"nobody claimed {self.event_id} from {worker.name} within {self.wait_ms} ms")
+        ctx.record("info", name=self.name, step="resume", worker=worker.name, claimed=claimed,
+                   stopped_s=round(time.monotonic() - stopped_at, 4))
+        self._resume(ctx, worker)
+
+    def _holds(self, ctx: FaultContext, consumer: str) -> bool:
+        """Whether the group's PEL has the job's entry in `consumer`'s name (read on the primary)."""
+        r = ctx.cluster.direct_redis("primary")
+        for stream in workload_streams(r):
+            for group in r.xinfo_groups(stream):
+                mine = [p["message_id"] for p in r.xpending_range(stream, group["name"], "-", "+", 1000,
+                                                                   consumername=consumer)]
+                for entry_id in mine:
+                    entry = r.xrange(stream, entry_id, entry_id)
+                    if entry and entry[0][1].get("event_id") == self.event_id:
+                        return True
+        return False
+
+    def _resume(self, ctx: FaultContext, worker: Any) -> None:
+        with self.lock:
+            if worker not in self.stopped:
+                return
+            self.stopped.remove(worker)
+        if process_alive(worker.pid):
+            ctx.resume(worker)
+
+    def heal(self, ctx: FaultContext) -> None:
+        """Resume a run still stopped at in_work (until_claimed)."""
+        if getattr(self, "armed_for", None) != id(ctx):
+            return
+        for worker in list(self.stopped):
+            self._resume(ctx, worker)

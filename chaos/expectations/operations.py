@@ -124,7 +124,9 @@ DELETE: list[Cell] = [
 # -- long-job -----------------------------------------------------------------------------
 CLAIMING = "claim=always,claim_idle_ms=300"
 TWO_CLAIMING = "group:consumers=2,claim=always,claim_idle_ms=300"
-LONG = "long-job:event_id=e42-1"                      # duration_ms=1500 (default)
+# duration_ms=1500 (default) and until another consumer claimed it: the claim is forced, not timed
+# (the claimer's XAUTOCLAIM had to land inside a 1.5 s sleep; a loaded machine could miss it)
+LONG = "long-job:event_id=e42-1,until_claimed=1"
 # the inbox and marker presets send every event twice; here once, so the long job's second run is
 # the claimed one (two copies read by the two consumers at once, under load, ran long side by side
 # and nobody claimed: the claim the cell is about did not happen)
@@ -149,7 +151,7 @@ LONG_JOB: list[Cell] = [
                                                    redelivered=each_run(ge(1))),
          parts=ONE_COPY,
          note="the marker SET NX before the work: the claimed copy sees it (it would lose the job on a crash)"),
-    Cell("baseline:consumers=3,claim=always,claim_idle_ms=100", ("long-job:event_id=e42-1,duration_ms=1000,claimers=2",),
+    Cell("baseline:consumers=3,claim=always,claim_idle_ms=100", ("long-job:event_id=e42-1,duration_ms=1000,claimers=2,until_claimed=1",),
          RUN_COUNT, dict(duplicated=each_run(ge(1)), redelivered=each_run(ge(2)), projection_drift=each_run(ge(2))),
          note="redis/redis#13956: three consumers claiming with a 100 ms min-idle hand the job on twice: "
               "it runs three times (measured projection drift 2 a run; 3 in a loaded run, where paid's "

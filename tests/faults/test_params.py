@@ -96,6 +96,9 @@ def test_failpoint_faults_name_their_failpoints() -> None:
     assert get_fault("xautoclaim:etype=created,late_write=1").failpoints() == {
         "consumer": {"before_apply": {"action": "signal", "count": 1, "etype": "created"},
                      "after_apply_before_ack": {"action": "signal", "count": 1, "etype": "created"}}}
+    # long-job until_claimed: the job stops (signal) instead of sleeping, once per consumer
+    assert get_fault("long-job:event_id=e42-1,until_claimed=1").failpoints() == {
+        "consumer": {"in_work": {"action": "signal", "count": 1, "event_id": "e42-1"}}}
     # hold: the stop and the failpoint it waits for are carried by every worker of the role
     assert get_fault("hold:etype=created,until_etype=paid").failpoints() == {
         "consumer": {"after_commit": {"action": "signal", "count": 1, "etype": "created"},
@@ -106,6 +109,7 @@ def test_failpoint_faults_name_their_failpoints() -> None:
     ("hold:at=before_apply,until=before_apply", "give two different failpoints"),
     ("xautoclaim:at=time,until_claimed=1", "drop until_claimed or use at=before_apply"),
     ("xautoclaim:at=time,late_write=1", "drop late_write or use at=before_apply"),
+    ("long-job:etype=created,until_claimed=1", "give event_id"),
     ("xautoclaim:at=after_apply_before_ack,late_write=1", "must stall before the apply"),
 ])
 def test_a_condition_the_fault_cannot_watch_is_refused(spec: str, fix: str) -> None:

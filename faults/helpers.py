@@ -5,7 +5,7 @@ from __future__ import annotations
 import signal
 import threading
 import time
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable, Iterator
 
 from chaos.cluster.spawner import wait_until  # noqa: F401 - for the fault modules: one import place
 from chaos.errors import BadArguments
@@ -169,3 +169,30 @@ def process_alive(pid: int) -> bool:
     except (FileNotFoundError, ProcessLookupError, IndexError):
         return False
 
+
+def arrivals(ctx: FaultContext, point: str, done: threading.Event | None = None,
+             poll_ms: float = 200) -> Iterator[WorkerHandle]:
+    """Each worker that reaches failpoint `point` (stopped there by its `signal` action), as it
+    arrives, until `done` is set or the run stops: the watch hold, xautoclaim and long-job keep on
+    their failpoints (the caller resumes or holds each one)."""
+    while not (done is not None and done.is_set()) and not ctx.stop_event.is_set():
+        try:
+            worker, _ = ctx.wait_failpoint(point, poll_ms)
+        except FaultError:  # nobody there yet: look again
+            time.sleep(0.01)
+            continue
+        yield worker
+
+
+def heal_stopped(fault: Any, ctx: FaultContext, *resumes: Callable[[], None]) -> None:
+    """The heal of a fault that stops workers at failpoints: nothing when this run did not arm
+    it; else its watchers end (`fault.done`) and `resumes` run in order (each resumes workers it
+    still holds); an error is the fault's FaultError."""
+    if getattr(fault, "armed_for", None) != id(ctx):
+        return
+    fault.done.set()
+    try:
+        for resume in resumes:
+            resume()
+    except Exception as exc:  # noqa: BLE001
+        raise FaultError(f"fault {fault.name!r} could not resume the workers it stopped: {exc}") from exc

@@ -25,7 +25,7 @@ from chaos.errors import BadArguments
 from chaos.params import Param
 from chaos.workload.failpoints import CONSUMER_FAILPOINTS, NAMES
 from faults.effects import FAILPOINT_FIRED
-from faults.helpers import process_alive
+from faults.helpers import arrivals, heal_stopped, process_alive
 from faults.interface import Fault, FaultContext, FaultError
 
 POINTS = tuple(sorted(CONSUMER_FAILPOINTS))
@@ -89,12 +89,7 @@ class Hold(Fault):
 
     def _watch_gate(self, ctx: FaultContext, done: threading.Event) -> None:
         """Keep each worker reaching the gate stopped until the held worker has stopped."""
-        while not done.is_set() and not ctx.stop_event.is_set():
-            try:
-                other, _ = ctx.wait_failpoint(self.gate, 200)
-            except Exception:  # noqa: BLE001 - a timeout: look again
-                time.sleep(0.01)
-                continue
+        for other in arrivals(ctx, self.gate, done):
             with self.gate_lock:
                 if not self.held.is_set():
                     self.gated.append(other)
@@ -111,12 +106,7 @@ class Hold(Fault):
 
     def _watch_until(self, ctx: FaultContext, done: threading.Event) -> None:
         """Resume every worker reaching `until` at once, and note that one did."""
-        while not done.is_set() and not ctx.stop_event.is_set():
-            try:
-                other, _ = ctx.wait_failpoint(self.until, 200)
-            except Exception:  # noqa: BLE001 - a timeout: look again
-                time.sleep(0.01)
-                continue
+        for other in arrivals(ctx, self.until, done):
             self.reached_by.append(other.name)
             self.reached.set()
             ctx.resume(other)
@@ -148,11 +138,4 @@ class Hold(Fault):
             ctx.resume(worker)
 
     def heal(self, ctx: FaultContext) -> None:
-        if getattr(self, "armed_for", None) != id(ctx):
-            return
-        self.done.set()
-        try:
-            self._open_gate(ctx)
-            self._resume(ctx)
-        except Exception as exc:  # noqa: BLE001
-            raise FaultError(f"fault 'hold' could not resume the stopped worker: {exc}") from exc
+        heal_stopped(self, ctx, lambda: self._open_gate(ctx), lambda: self._resume(ctx))

@@ -32,7 +32,7 @@ from typing import Any
 from chaos.errors import BadArguments
 from chaos.params import Param
 from faults.effects import CLAIMED_WHILE_RUNNING
-from faults.helpers import process_alive, workload_streams
+from faults.helpers import arrivals, heal_stopped, process_alive, workload_streams
 from faults.interface import Fault, FaultContext, FaultError, Plan
 
 ALWAYS = 10**9
@@ -110,6 +110,7 @@ class LongJob(Fault):
 
     def arm(self, ctx: FaultContext) -> None:
         self.armed_for = id(ctx)
+        self.done = threading.Event()
         self.stopped: list = []            # until_claimed: runs stopped at in_work, not yet resumed
         self.missed: list[str] = []
         self.lock = threading.Lock()
@@ -123,10 +124,7 @@ class LongJob(Fault):
         if getattr(self, "armed_for", None) != id(ctx):
             self.arm(ctx)
         releases = []
-        for nth in range(1, self.claimers + 2):
-            worker = self._arrival(ctx)
-            if worker is None:
-                break
+        for nth, worker in zip(range(1, self.claimers + 2), arrivals(ctx, "in_work", self.done)):
             with self.lock:
                 self.stopped.append(worker)
             releases.append(threading.Thread(target=self._release, args=(ctx, worker, nth <= self.claimers),
@@ -136,15 +134,6 @@ class LongJob(Fault):
             thread.join()
         if self.missed:
             raise FaultError(f"fault 'long-job': {'; '.join(self.missed)}: the claim it forces did not happen")
-
-    def _arrival(self, ctx: FaultContext) -> Any:
-        """The next consumer to stop at in_work with the job; None when the run ends first."""
-        while not ctx.stop_event.is_set():
-            try:
-                return ctx.wait_failpoint("in_work", 200)[0]
-            except FaultError:
-                continue
-        return None
 
     def _release(self, ctx: FaultContext, worker: Any, claimed_from: bool) -> None:
         """Resume `worker` after duration_ms and, if someone is to claim from it, once the PEL no
@@ -189,7 +178,4 @@ class LongJob(Fault):
 
     def heal(self, ctx: FaultContext) -> None:
         """Resume a run still stopped at in_work (until_claimed)."""
-        if getattr(self, "armed_for", None) != id(ctx):
-            return
-        for worker in list(self.stopped):
-            self._resume(ctx, worker)
+        heal_stopped(self, ctx, *(lambda w=worker: self._resume(ctx, w) for worker in list(self.stopped)))

@@ -38,7 +38,7 @@ import time
 from chaos.errors import BadArguments
 from chaos.params import Param
 from faults.effects import CLAIMED_WHILE_RUNNING
-from faults.helpers import pick_worker, process_alive
+from faults.helpers import arrivals, heal_stopped, pick_worker, process_alive
 from faults.interface import Fault, FaultContext, FaultError
 
 STALL_POINTS = ("time", "after_read", "before_apply", "before_lock", "after_apply_before_ack")
@@ -174,12 +174,7 @@ class XAutoClaim(Fault):
         """Each other consumer that reaches `point` (the claimer at the stall failpoint, paid's
         committer at after_commit, an apply at LATE_POINT): noted, and resumed at once, or held
         (late_write). Ends with this run (`done`: a later run's arm makes a new one)."""
-        while not done.is_set() and not ctx.stop_event.is_set():
-            try:
-                other, _ = ctx.wait_failpoint(point, 200)
-            except Exception:  # noqa: BLE001 - a timeout: look again
-                time.sleep(0.01)
-                continue
+        for other in arrivals(ctx, point, done):
             self._arrived(ctx, point, other)
 
     def _arrived(self, ctx: FaultContext, point: str, other) -> None:
@@ -214,11 +209,4 @@ class XAutoClaim(Fault):
             ctx.resume(worker)
 
     def heal(self, ctx: FaultContext) -> None:
-        if getattr(self, "armed_for", None) != id(ctx):
-            return
-        self.done.set()
-        try:
-            self._resume(ctx)
-            self._release(ctx)
-        except Exception as exc:  # noqa: BLE001
-            raise FaultError(f"fault 'xautoclaim' could not resume the stalled consumer: {exc}") from exc
+        heal_stopped(self, ctx, lambda: self._resume(ctx), lambda: self._release(ctx))

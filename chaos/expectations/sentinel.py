@@ -12,8 +12,11 @@ producer, so there is always a backlog and a job in hand when the primary fails.
   runs, each run on its own; the rate measured (``PARTITION_REDELIVERY``) sets the run count
   and the fraction, so that a correct framework misses the row with probability at most
   1e-3 (chaos.workload.rates.BreakRate, as suites/ordering's lock races).
-  Publishes sent into the cut whose retries all fail too stay undecided (`indeterminate`,
-  about half of a run's 250 events: those published after the cut). The
+  Publishes sent into the cut whose retries all fail too are given up: `dropped` when the
+  producer's connection was refused (the Sentinel that only votes, faults/sentinel_failover.py,
+  names the cut primary until the switch: measured 135-141 a run beside two CPU hogs),
+  `indeterminate` when an answer was lost (most of them before that Sentinel only voted,
+  120-137 a run). The
   retrying producer's publishes during the detection time fail and are retried, a
   producer reorder that only business-version guards survive.
 * ``kill`` with ``hold_ms=500``: as promote-replica, but Sentinel decides: acknowledged
@@ -63,8 +66,9 @@ def _guard_bounds(preset: str) -> dict:
 
 
 def partition_cell(preset: str) -> Cell:
-    # publishes sent into the cut whose every retry failed too are undecided (measured 120-137 of
-    # a run's 250 on a loaded box); the 100 before the cut never are: at most 150 per run
+    # publishes sent into the cut whose every retry failed with an unknown outcome are undecided
+    # (measured 0 with a voting-only Sentinel, 120-137 of a run's 250 before); the 100 before the cut
+    # never are: at most 150 per run
     rate = PARTITION_REDELIVERY
     bounds = dict(lost=eq(0), indeterminate=each_run(le(150)), redelivered=each_run(ge(1), rate=rate),
                   published=each_run(ge(100)),

@@ -20,7 +20,7 @@ from chaos.workload.final_state import Intended, read_final_state
 from faults.effects import missing as missing_effect
 
 
-def check(run: Run, events: list[Event], faults: Sequence[Any] = ()) -> tuple[RunResult, HistorySource, WorkNotes]:
+def check(run: Run, events: list[Event] | Intended, faults: Sequence[Any] = ()) -> tuple[RunResult, HistorySource, WorkNotes]:
     """The run's RunResult, its history (the orchestrator's and nemesis's closed first) and
     what the check's pass over it noted. A fault whose declared effect the history does not
     show makes the run unknown. The history is read from its files as the checker goes (a
@@ -77,7 +77,7 @@ def missed_effects(faults: Sequence[Any], history: Iterable[dict]) -> list[str]:
     return reasons
 
 
-def read_final(run: Run, events: list[Event]) -> tuple[FinalState, str]:
+def read_final(run: Run, events: list[Event] | Intended) -> tuple[FinalState, str]:
     """The FinalState, and '' ; or, when the rig lets it not be read in full, an empty one
     (the intended events only) and the sentence saying so (the counts are then left empty)."""
     cell = run.cell
@@ -93,8 +93,8 @@ def read_final(run: Run, events: list[Event]) -> tuple[FinalState, str]:
                                      f"the counts are left empty")
 
 
-def empty_final(events: list[Event]) -> FinalState:
-    return FinalState(events=Intended(events))
+def empty_final(events: list[Event] | Intended) -> FinalState:
+    return FinalState(events=events if isinstance(events, Intended) else Intended(events))
 
 
 def measure(run: Run, history: HistorySource, notes: WorkNotes, started: float) -> RunMetrics:

@@ -6,7 +6,9 @@ relies on the history).
 """
 from __future__ import annotations
 
+import pickle
 from collections.abc import Iterable, Iterator
+from pathlib import Path
 
 import psycopg
 import redis
@@ -24,7 +26,7 @@ def _group(r: redis.Redis, stream: str, group: str) -> dict | None:
 
 
 def read_final_state(r: redis.Redis, conn: psycopg.Connection, streams: Iterable[str], group: str,
-                     dlq_stream: str, events: list[Event], *, paged: bool = False) -> FinalState:
+                     dlq_stream: str, events: list[Event] | Intended, *, paged: bool = False) -> FinalState:
     """With `paged`, the streams' entries and the intended events are not read into lists:
     `stream_entries` reads each stream in pages of PAGE entries while it is iterated (the
     checker does, once), `events` builds each intended event's dict as it is iterated (an
@@ -57,17 +59,19 @@ def read_final_state(r: redis.Redis, conn: psycopg.Connection, streams: Iterable
         final.stream_entries = PagedEntries(r, streams)
     final.dlq = [{"entry_id": eid, "event_id": (fields or {}).get("event_id")}
                  for eid, fields in r.xrange(dlq_stream)]
+    intended = events if isinstance(events, Intended) else Intended(events)
     if paged:
-        final.events = Intended(events)
+        final.events = intended
     else:
         seen: dict[str, dict] = {}
-        for ev in events:
-            seen.setdefault(ev.event_id, ev.intended())
+        for row in intended:
+            seen.setdefault(row["event_id"], row)
         final.events = list(seen.values())
     return final
 
 
 PAGE = 10_000   # stream entries per round trip of a paged read
+INTENDED_FILE = ".intended.pickle"   # where the orchestrator's check spills the intended events (run dir)
 
 
 class PagedEntries:
@@ -85,13 +89,49 @@ class PagedEntries:
 
 
 class Intended:
-    """The intended events as FinalState.events dicts, each built as it is iterated."""
+    """The intended events as FinalState.events dicts, each built as it is iterated: from the
+    planned events, or (`spill`) from a file they were written to, so that the planned events
+    (~240 B each with their ids and keys) need not stay in memory beside the checker's records."""
 
-    def __init__(self, events: list[Event]) -> None:
+    def __init__(self, events: Iterable[Event]) -> None:
         self.events = events
+        self.path: Path | None = None
+
+    @classmethod
+    def spill(cls, events: Iterable[Event], path: Path) -> Intended:
+        """The intended events written to `path` (pickled chunks of PAGE rows: every value keeps its
+        type); iterating reads the file. The caller drops its events and calls `remove` when done."""
+        out = cls(())
+        out.path = Path(path)
+        with open(out.path, "wb") as fh:
+            chunk: list[tuple] = []
+            for ev in events:
+                chunk.append((ev.event_id, ev.key, ev.version, ev.etype))
+                if len(chunk) == PAGE:
+                    pickle.dump(chunk, fh, pickle.HIGHEST_PROTOCOL)
+                    chunk = []
+            pickle.dump(chunk, fh, pickle.HIGHEST_PROTOCOL)
+        return out
 
     def __iter__(self) -> Iterator[dict]:
-        return (ev.intended() for ev in self.events)
+        if self.path is None:
+            return (ev.intended() for ev in self.events)
+        return self._read(self.path)
+
+    @staticmethod
+    def _read(path: Path) -> Iterator[dict]:
+        with open(path, "rb") as fh:
+            while True:
+                try:
+                    chunk = pickle.load(fh)
+                except EOFError:
+                    return
+                for event_id, key, version, etype in chunk:   # (Event.intended's dict, key for key)
+                    yield {"event_id": event_id, "key": key, "version": version, "etype": etype}
+
+    def remove(self) -> None:
+        if self.path is not None:
+            self.path.unlink(missing_ok=True)
 
 
 # One page of entries from `start` (an id, "(id" exclusive, or "-"): ids and event ids only, not

@@ -63,3 +63,17 @@ def test_rows_are_read_in_pages_and_equal_rows_shared(chaos_reset_cluster: Any,
     objects = [len({id(rows[k]) for k in keys}) for keys in groups]
     # (whichever two distinct rows the scan meets first are shared; the third's keys get one each)
     assert sorted(objects) == sorted([1, 1, len(groups[objects.index(max(objects))])]), objects
+
+
+def test_spilled_intended_events_read_back_as_planned(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The orchestrator's check spills the intended events to a file (Intended.spill) and drops
+    the planned ones: read back, in pages or not, they are Event.intended's dicts, in order,
+    as often as they are iterated; `remove` deletes the file."""
+    monkeypatch.setattr(fs, "PAGE", 7)
+    events = [Event(f"e{i}", f"k{i % 5}", "paid", i, stream="orders") for i in range(40)] + [
+        Event("e0", "k0", "paid", 0, stream="orders")]
+    spilled = fs.Intended.spill(iter(events), tmp_path / fs.INTENDED_FILE)
+    assert list(spilled) == [ev.intended() for ev in events] == list(spilled)
+    assert list(fs.Intended.spill([], tmp_path / "none")) == []
+    spilled.remove()
+    assert not (tmp_path / fs.INTENDED_FILE).exists()

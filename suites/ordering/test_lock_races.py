@@ -1,8 +1,10 @@
 """The lock races S4a and S4b: the mechanism shown deterministically, the rate measured.
 
-Mechanism: a `before_lock` pause on the `created` event (a failpoint, not a change to the
-guard) lets the `paid` consumer reach the lock first, so the lock serializes the two
-writes in the wrong order: wrong every run.
+Mechanism: fault `hold` stops `created`'s consumer at its `before_lock` failpoint (not a
+change to the guard) until the other consumer has applied `paid` (the producer holds `paid`
+before its publish until `created`'s consumer has stopped, so the two go to different
+consumers), so the lock serializes the two writes in the wrong order: wrong every run, on
+conditions rather than the 200 ms pause it was (forced: 2 runs show it, not 10).
 
 Rate, S4a (no failpoint): the race is decided in the first millisecond after the XADDs
 (whichever consumer wakes first locks first; the producer sends `paid` one round trip after
@@ -71,13 +73,18 @@ S4A_ORDERS, S4B_ORDERS = f"pairs={PAIRS},pair_gap_ms=500", f"pairs={PAIRS},pair_
 
 STEADY_PRODUCER = "timeout_ms=20000"   # 2 s after the 0.1 scale: no spurious publish retries
 SHORT_JOB = "created_ms=100"           # the cost is spent after the lock: it does not decide the race
-CREATED_LOCKS_LAST = {"consumer": {"before_lock": {"action": "pause", "pause_ms": 200, "etype": "created"}}}
+CREATED_LOCKS_LAST = ("hold:at=before_lock,etype=created,until=after_apply_before_ack,until_etype=paid,"
+                      "gate=before_publish,gate_role=producer,gate_etype=paid")
 
 
 def test_s4a_paid_first_at_the_lock_is_wrong_every_run(chaos_cell):
-    cell = chaos_cell("s4a", runs=10, failpoints=CREATED_LOCKS_LAST, expected=False).result
+    outcome = chaos_cell("s4a", CREATED_LOCKS_LAST, runs=2, expected=False)
+    for run in range(outcome.result.run_count):
+        stop = [v for v in outcome.fault_ops(run, "hold") if v.get("phase") == "stop"]
+        assert stop and stop[0]["until_reached_by"], f"run {run}: the hold never saw paid applied: {stop}"
+    cell = outcome.result
     c = cell.counts
-    print(f"s4a + before_lock pause on created: wrong {c.wrong_final_state_runs}/{cell.run_count}")
+    print(f"s4a + created held before its lock until paid applied: wrong {c.wrong_final_state_runs}/{cell.run_count}")
     assert c.wrong_final_state_runs == cell.run_count, f"expected wrong every run, got {c}"
     assert c.releases_failed == 0 and c.lost == 0  # the locks worked; the order did not
 

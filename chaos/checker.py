@@ -394,6 +394,7 @@ def _check_run(history: Iterable[dict], final: FinalState, run: int, reasons: li
                       detail="a version older than one already applied was written")
     final_state = final_state_of(final.rows)
     _check_final_state(top_by_key, final_state, scan, stopped, counts, anomalies)
+    del top_by_key   # (a tuple per key: freed before the projection's count per key is made)
     _check_projection(final.projection, scan, counts, anomalies)
     if counts.unattempted and "unattempted" not in explained and not reasons:
         # (a run already unknown, cut short by a stall or a dead worker, explains what it never tried)
@@ -561,8 +562,9 @@ def _check_projection(projection: dict[str, int], scan: _RunScan, counts: Counts
     if not projection:
         return
     applied: dict[str, int] = defaultdict(int)
+    unprojected = scan.unprojected   # (their counters are not compared: not counted either)
     for ev in scan.events.values():
-        if ev.applied and ev.key is not None:
+        if ev.applied and ev.key is not None and ev.key not in unprojected:
             applied[ev.key] += 1
     for key, value in projection.items():
         key = str(key)

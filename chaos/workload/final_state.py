@@ -7,7 +7,7 @@ relies on the history).
 from __future__ import annotations
 
 import pickle
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
 import psycopg
@@ -98,19 +98,25 @@ class Intended:
         self.path: Path | None = None
 
     @classmethod
-    def spill(cls, events: Iterable[Event], path: Path) -> Intended:
+    def spill(cls, events: Sequence[Event], path: Path) -> Intended:
         """The intended events written to `path` (pickled chunks of PAGE rows: every value keeps its
-        type); iterating reads the file. The caller drops its events and calls `remove` when done."""
+        type); iterating reads the file. The caller drops its events and calls `remove` when done.
+        A run dir that cannot take the file (its disk full: the run is already `unknown` by the
+        history it could not write) keeps the events in memory, so the check still runs."""
         out = cls(())
         out.path = Path(path)
-        with open(out.path, "wb") as fh:
-            chunk: list[tuple] = []
-            for ev in events:
-                chunk.append((ev.event_id, ev.key, ev.version, ev.etype))
-                if len(chunk) == PAGE:
-                    pickle.dump(chunk, fh, pickle.HIGHEST_PROTOCOL)
-                    chunk = []
-            pickle.dump(chunk, fh, pickle.HIGHEST_PROTOCOL)
+        try:
+            with open(out.path, "wb") as fh:
+                chunk: list[tuple] = []
+                for ev in events:
+                    chunk.append((ev.event_id, ev.key, ev.version, ev.etype))
+                    if len(chunk) == PAGE:
+                        pickle.dump(chunk, fh, pickle.HIGHEST_PROTOCOL)
+                        chunk = []
+                pickle.dump(chunk, fh, pickle.HIGHEST_PROTOCOL)
+        except OSError:
+            out.remove()
+            return cls(events)
         return out
 
     def __iter__(self) -> Iterator[dict]:

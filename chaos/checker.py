@@ -335,7 +335,8 @@ def check_run(history: Iterable[dict], final: FinalState, *, run: int = 0,
               unknown_reasons: Iterable[str] = (), seed: int | None = None,
               rig_failures: Iterable[str] = (), explained: Iterable[str] = (),
               consumers_live: bool = False,
-              observe: Callable[[Iterable[dict], dict], Iterable[dict]] | None = None) -> RunResult:
+              observe: Callable[[Iterable[dict], dict], Iterable[dict]] | None = None,
+              folded: Any = None) -> RunResult:
     """Counts, anomalies and verdict of one run (pure: no I/O but `history`'s own).
 
     `history`: the ops in time order, a list or a `chaos.history.HistorySource` (the run dir's
@@ -353,6 +354,8 @@ def check_run(history: Iterable[dict], final: FinalState, *, run: int = 0,
     fold over the history in the same pass (chaos.orchestrator.notes.WorkNotes); `events` is the
     checker's event id -> record map, complete with each op once the op is given on (a record's
     `where & NOTED`: an apply `ok` of it said `effect` applied or stale).
+    `folded.take()` (optional) gives a `_RunScan` already fed this whole history in its order, once
+    (chaos.orchestrator.livefold, with `observe` fed too), or None: then the history is scanned.
     """
     if not isinstance(final, FinalState):
         raise TypeError(f"check_run needs a chaos.checker.FinalState, got {type(final).__name__}; "
@@ -360,7 +363,7 @@ def check_run(history: Iterable[dict], final: FinalState, *, run: int = 0,
     def checked(ops: Iterable[dict]) -> RunResult:
         # (the observed pass is one-shot; the duplicated events' second pass reads `ops` again)
         return _check_run(ops, final, run, list(unknown_reasons), seed, frozenset(explained), consumers_live,
-                          again=ops, observe=observe)
+                          again=ops, observe=observe, scan=folded.take() if folded is not None else None)
     with paused_gc():
         result = history.passes(checked) if isinstance(history, HistorySource) else checked(history)
     rig = list(rig_failures)
@@ -374,9 +377,11 @@ def check_run(history: Iterable[dict], final: FinalState, *, run: int = 0,
 def _check_run(history: Iterable[dict], final: FinalState, run: int, reasons: list[str],
                seed: int | None, explained: frozenset[str], consumers_live: bool = False,
                again: Iterable[dict] | None = None,
-               observe: Callable[[Iterable[dict], dict], Iterable[dict]] | None = None) -> RunResult:
-    scan = _RunScan()
-    scan.scan(history if observe is None else observe(history, scan.events))
+               observe: Callable[[Iterable[dict], dict], Iterable[dict]] | None = None,
+               scan: _RunScan | None = None) -> RunResult:
+    if scan is None:   # (else already fed the whole history: chaos.orchestrator.livefold)
+        scan = _RunScan()
+        scan.scan(history if observe is None else observe(history, scan.events))
     scan.close_dangling()
     intended = _absorb_final(scan.events, final)
     scan.order_writes()

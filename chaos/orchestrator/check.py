@@ -11,6 +11,7 @@ from chaos.checker import NOT_READ, check_run
 from chaos.events import Event
 from chaos.history import HistorySource
 from chaos.orchestrator.drain import leftovers
+from chaos.orchestrator.livefold import Folded
 from chaos.orchestrator.notes import WorkNotes, fault_phases, late_fault_notes
 from chaos.orchestrator.rigwatch import RIG_ERRORS
 from chaos.orchestrator.run import Run
@@ -44,10 +45,11 @@ def check(run: Run, events: list[Event] | Intended, faults: Sequence[Any] = ()) 
         run.fault_errors = []
     elif not unread:
         run.reasons += missed_effects(faults, history)
-    notes = WorkNotes()
+    folded = Folded(run.progress)   # (the history folded while it was written, or a scan of the files now)
+    notes = folded.notes
     judge = partial(check_run, history.without(NOT_READ), run=run.index, unknown_reasons=run.reasons, seed=run.seed,
                     rig_failures=run.rig.failures, explained=set().union(*(f.explains() for f in faults)),
-                    observe=notes.observe)
+                    observe=notes.observe, folded=folded)
     try:
         result = judge(final, consumers_live=bool(run.live_consumers) and not unread)
     except RIG_ERRORS as exc:   # the streams are read in pages as the checker goes

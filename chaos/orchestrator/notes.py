@@ -26,14 +26,21 @@ class WorkNotes:
 
     def observe(self, ops: Iterable[dict], events: Mapping[str, Any] | None = None) -> Iterator[dict]:
         self.__init__()   # (a pass done again starts over)
+        yield from self.feed(ops, counted=events is not None)
+        self.finish(events)
+
+    def feed(self, ops: Iterable[dict], counted: bool = False) -> Iterator[dict]:
+        """`observe`'s fold without its start and end: consecutive pieces of one pass may be fed
+        (chaos.orchestrator.livefold folds the history while it is written), then `finish`.
+        `counted`: the checker's records will count the events handled (see `finish`)."""
         handled, faults = self.handled, self.faults
-        first = last_publish = last_effect = None
+        first, last_publish, last_effect = self.first_publish, self.last_publish, self.last_effect
         for op in ops:
             f = op["f"]
             if f == "apply":
                 if op["type"] == "ok" and op.get("effect") in HANDLED_EFFECTS:
                     eid = op.get("event_id")
-                    if events is None or eid is None:   # (the checker keeps no record of an op without id)
+                    if not counted or eid is None:   # (the checker keeps no record of an op without id)
                         handled.add(eid)
                     last_effect = op["time"]
             elif f == "publish":
@@ -44,8 +51,11 @@ class WorkNotes:
                 faults.append(op)
             yield op
         self.first_publish, self.last_publish, self.last_effect = first, last_publish, last_effect
+
+    def finish(self, events: Mapping[str, Any] | None = None) -> None:
+        """The end of a pass fed with `counted`: the events handled counted from `events`."""
         if events is not None:
-            self.handled_count = len(handled) + sum(1 for ev in events.values() if ev.where & NOTED)
+            self.handled_count = len(self.handled) + sum(1 for ev in events.values() if ev.where & NOTED)
 
     def work(self) -> tuple[int, float | None]:
         """Events handled, and seconds from the first publish to the last effect."""

@@ -20,12 +20,12 @@ from chaos.orchestrator import check as checking
 from chaos.orchestrator import phases
 from chaos.orchestrator.drain import drain, drainable
 from chaos.orchestrator.faultthreads import FaultSchedule, acting, heal_bound_s
+from chaos.orchestrator.livefold import FoldingWatch
 from chaos.orchestrator.rigwatch import RIG_ERRORS
 from chaos.orchestrator.run import Run
 from chaos.orchestrator.workers import RunAborted
 from chaos.results import RunMetrics, RunResult
 from chaos.workload.final_state import INTENDED_FILE, Intended
-from chaos.workload.progress import ProgressWatch
 
 R = TypeVar("R", covariant=True)
 
@@ -144,7 +144,8 @@ class Orchestrated:
         phases.arm(run, self.producer_plans, self.faults, self.schedule)
 
     def workload(self) -> None:
-        self.run.progress = ProgressWatch(self.run.dir)   # (the check reads the history from its files)
+        # (it folds the history for the check as it tails it: chaos/orchestrator/livefold.py)
+        self.run.progress = FoldingWatch(self.run.dir, run=self.run.index)
         phases.workload(self.run, self.events)
 
     def drainable(self) -> bool:

@@ -1,0 +1,119 @@
+"""The history folded while it is written (chaos.orchestrator.livefold) gives the check of the
+saved files byte for byte: the regression set's histories are written again line by line, in
+time order, with lines torn across polls, and the watch's fold is taken by the check; a late
+op or a corrupt line voids the fold, and the check then scans the files itself."""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from chaos.checker import NOT_READ, check_run
+from chaos.history import HistorySource, parse_op, read_history
+from chaos.orchestrator.livefold import LAG_S, Folded, FoldingWatch
+from chaos.orchestrator.notes import work_metrics
+
+from tests.checker.test_regression import SAVED, as_text, unpack
+
+
+class Replay:
+    """A saved run dir's history files written again into `live`, up to a time at each step."""
+
+    def __init__(self, saved: Path, live: Path) -> None:
+        (live / "history").mkdir(parents=True)
+        self.files: dict[Path, tuple[bytes, list[tuple[float, int]]]] = {}   # content, (time, end) per line
+        for path in sorted((saved / "history").glob("*.jsonl")):
+            data, ends, last, end = path.read_bytes(), [], float("-inf"), 0
+            for line in data.splitlines(keepends=True):
+                op = parse_op(line)
+                last = op["time"] if op is not None and "time" in op else last   # (a torn line: its predecessor's)
+                end += len(line)
+                ends.append((last, end))
+            self.files[live / "history" / path.name] = (data, ends)
+        self.written = {path: 0 for path in self.files}
+        self.times = sorted(t for _, ends in self.files.values() for t, _ in ends if t > float("-inf"))
+
+    def write_until(self, until: float, tear: bool) -> None:
+        """Each file's lines stamped at or before `until` (in file order), and with `tear` half
+        of its next line (the rest follows with a later write)."""
+        for path, (data, ends) in self.files.items():
+            i, target = 0, 0
+            while i < len(ends) and ends[i][0] <= until:
+                target = ends[i][1]
+                i += 1
+            if tear and i < len(ends):
+                target = (target + ends[i][1]) // 2
+            self._write(path, max(target, self.written[path]))
+
+    def _write(self, path: Path, target: int) -> None:
+        data = self.files[path][0]
+        with open(path, "ab") as fh:
+            fh.write(data[self.written[path]:target])
+        self.written[path] = target
+
+    def write_rest(self) -> None:
+        for path, (data, _) in self.files.items():
+            self._write(path, len(data))
+
+
+def replayed_check(saved: Path, live: Path, args: dict, final, steps: int = 25, late: bytes = b""):
+    replay = Replay(saved, live)
+    now = [0.0]
+    watch = FoldingWatch(live, run=args["run"], clock=lambda: now[0])
+    times = replay.times
+    for step in range(1, steps + 1):
+        until = times[min(len(times) - 1, step * len(times) // (steps + 1))]
+        replay.write_until(until, tear=step % 2 == 0)
+        now[0] = until + LAG_S          # the fold's mark: `until`
+        watch.poll()
+        if late and step == steps // 2:   # (a writer of its own, held up: in a file of its own)
+            (live / "history" / "N-late.jsonl").write_bytes(late)
+    replay.write_rest()
+    folded = Folded(watch)
+    result = check_run(HistorySource(live, run=args["run"]).without(NOT_READ), final,
+                       observe=folded.notes.observe, folded=folded, **args)
+    return result, watch, folded.notes
+
+
+@pytest.mark.parametrize("archive", SAVED, ids=[p.name.removesuffix(".tar.gz") for p in SAVED])
+def test_the_fold_while_written_gives_the_saved_json(archive: Path, tmp_path: Path) -> None:
+    final, args, expected = unpack(archive, tmp_path / "saved")
+    final.stream_entries, final.events = iter(final.stream_entries), iter(final.events)
+    result, watch, notes = replayed_check(tmp_path / "saved", tmp_path / "live", args, final)
+    assert watch.void == "" and watch.folded_ops > 0 and watch.scan is None   # (taken: the check used it)
+    assert as_text(result) == expected
+    assert notes.work() == work_metrics(read_history(tmp_path / "live"))[:2]
+    assert watch.useful_ops > 0
+
+
+def test_a_late_op_voids_the_fold_and_the_check_scans_the_files(tmp_path: Path) -> None:
+    """An op stamped before the fold's mark, written after it (a writer held up longer than
+    LAG_S): the fold is void, and the check is the check of the files all the same."""
+    archive = next(p for p in SAVED if p.name.startswith("baseline-none"))
+    final, args, _ = unpack(archive, tmp_path / "saved")
+    first = sorted((tmp_path / "saved" / "history").glob("*.jsonl"))[0]
+    op = parse_op(first.read_bytes().splitlines()[0])
+    late = json.dumps({**op, "process": "N-late", "time": op["time"] + 0.001}).encode() + b"\n"
+    result, watch, notes = replayed_check(tmp_path / "saved", tmp_path / "live", args, final, late=late)
+    assert "came after the fold passed" in watch.void
+    live = read_history(tmp_path / "live", run=args["run"])
+    assert len(live) == len(read_history(tmp_path / "saved")) + 1
+    assert as_text(result) == as_text(check_run(live, final, **args))
+    assert notes.work() == work_metrics(live)[:2]
+
+
+def test_a_file_out_of_time_order_is_folded_in_the_checks_order(tmp_path: Path) -> None:
+    """Two threads of one process wrote two ops in the other order than their times: the fold
+    sorts that file's ops as the check's scan does (or, had the fold passed the earlier one,
+    it is void): the saved JSON either way."""
+    archive = next(p for p in SAVED if p.name.startswith("baseline-none"))
+    final, args, expected = unpack(archive, tmp_path / "saved")
+    path = sorted((tmp_path / "saved" / "history").glob("C*.jsonl"))[0]
+    lines = path.read_bytes().splitlines(keepends=True)
+    lines[100], lines[101] = lines[101], lines[100]
+    path.write_bytes(b"".join(lines))
+    result, watch, _ = replayed_check(tmp_path / "saved", tmp_path / "live", args, final)
+    assert watch.void == "" or "came after the fold passed" in watch.void
+    assert as_text(result) == expected

@@ -22,7 +22,6 @@ import sys
 from collections import defaultdict
 from collections.abc import Callable, Iterable
 from operator import itemgetter
-from typing import Any
 
 from chaos.history import HistoryError, HistorySource, paused_gc
 from chaos.results import (  # noqa: F401 - the records' old home: these names stay importable from here
@@ -30,8 +29,11 @@ from chaos.results import (  # noqa: F401 - the records' old home: these names s
     SCHEMA_VERSION, STOPPED_CONSUMING, UNEXPECTED, UNHELD_EFFECT, UNKNOWN, VALID, VERDICT_PRIORITY,
     WRONG_FINAL_STATE, Anomaly, AnomalyLog, CellResult, Counts, FinalState, RunResult, final_state_of, merge_verdicts,
     summarize, violations)
+from chaos.checkstore import (  # noqa: F401 - the records' home; these names stay importable from here
+    DLQ, FAILED, IN_REDIS, IN_STREAM, INFO, INTENDED, NOTED, OK, OUTBOX, PENDING, RECOVERED, REDELIVERED, UNDELIVERED,
+    UNPROJECTED, WAITING, _Event, _Events, _Writes)
 from chaos.vanished import DETAILS as VANISHED_DETAILS
-from chaos.unknown_applies import Unknown, Unknowns, proves_commit, resolve_unknown_applies
+from chaos.unknown_applies import proves_commit, resolve_unknown_applies
 from chaos.vanished import Vanished, overlaps
 
 HANDLED_EFFECTS = frozenset({"applied", "stale"})
@@ -44,107 +46,6 @@ _SEQ = itemgetter(3)    # ... and its key's commit-ordered write number, when th
 NOT_READ = b'"f":"ack"'   # the lines of the only ops the checker passes over: a HistorySource may skip them
 UNSETTLED_NOTE = "; its highest event is still pending, undelivered or in the DLQ (unsettled: not a violation)"
 STOPPED_NOTE = "; its highest event waits in Redis and a live consumer never took it (stopped-consuming)"
-
-
-class _Event:
-    """What the history says about one event (slots: there may be 10^6 of them)."""
-
-    __slots__ = ("eid", "key", "version", "etype", "ok", "info", "failed", "open", "deliveries", "applied",
-                 "handled_at", "recovered", "stream", "entry", "entries", "dlq", "last_via", "last_count",
-                 "apply_open", "invoked_at", "unknown", "where")
-
-    def __init__(self, eid: str) -> None:
-        self.eid = eid   # (the one copy of the id: the events dict's key)
-        self.key = self.version = self.etype = None
-        self.ok = self.info = self.failed = self.recovered = self.dlq = False
-        self.open = self.deliveries = self.applied = self.apply_open = 0
-        self.handled_at: float | None = None
-        self.stream: str | None = None  # the first entry's stream and id
-        self.entry: str | None = None
-        self.entries: dict[str | None, set[str]] | None = None  # only once a second entry shows up
-        self.last_via: str | None = None
-        self.last_count = 1
-        self.invoked_at = 0.0  # the latest apply invoke (for one its process never completed)
-        self.unknown: Unknowns | None = None  # rare: kept off the slots every event pays for
-        self.where = 0   # the final lists it is in: IN_STREAM | PENDING | UNDELIVERED | OUTBOX | INTENDED
-
-    def learn(self, op: dict) -> None:
-        if self.key is None and op.get("key") is not None:
-            self.key = _intern(str(op["key"]))   # (10^6 events: one copy of each key and type)
-        if self.version is None:
-            self.version = op.get("version")
-        if self.etype is None:
-            etype = op.get("etype")
-            self.etype = _intern(etype) if etype.__class__ is str else etype
-
-    def add_entry(self, stream: str | None, entry_id: str | None) -> None:
-        if entry_id is None:
-            return
-        if self.entry is None:
-            self.stream, self.entry = (stream if stream is None else _intern(stream)), entry_id
-            return
-        if self.entry == entry_id and (self.stream == stream or stream is None):
-            return
-        if self.entries is None:
-            self.entries = {self.stream: {self.entry}}
-        self.entries.setdefault(stream, set()).add(entry_id)
-
-    def extra_entries(self) -> int:
-        """Entries beyond one per stream; ids seen without a stream join the one known stream."""
-        if self.entries is None:
-            return 0
-        loose = self.entries.get(None, set())
-        named = {s: ids for s, ids in self.entries.items() if s is not None}
-        if not named:
-            return len(loose) - 1
-        if len(named) == 1:
-            (ids,) = named.values()
-            return len(ids | loose) - 1
-        known = set().union(*named.values())
-        extra = sum(len(ids) - 1 for ids in named.values())
-        return extra + len(loose - known)
-
-    def redelivered_now(self) -> bool:
-        """Whether the event's latest delivery was a redelivery (claim, PEL, count > 1)."""
-        return self.last_via in REDELIVERY_VIAS or self.last_count > 1
-
-    def handle(self, at: float, recovered: bool) -> None:
-        """Record a handling at `at`; the earliest one decides `recovered`."""
-        if self.handled_at is None or at < self.handled_at:
-            self.handled_at = at
-            self.recovered = recovered
-
-    def add_unknown(self, at: float, recovered: bool) -> None:
-        if self.unknown is None:
-            self.unknown = Unknowns()
-        self.unknown.applies.append(Unknown(at, recovered))
-
-
-class _Events(dict):
-    """Event id -> _Event, made on first sight (a defaultdict that hands the id to the event)."""
-
-    def __missing__(self, eid: str) -> _Event:
-        ev = self[eid] = _Event(eid)
-        return ev
-
-
-class _Writes(dict):
-    """Key -> its effective writes, (order, version, event_id, seq) each. A key's one write is
-    kept as the tuple itself and becomes a list at its second (10^6 keys of one write each: a
-    list per key was 88 B of the checker's bytes per event); `get` always gives a list."""
-
-    def add(self, key: str, write: tuple) -> None:
-        have = dict.get(self, key)
-        if have is None:
-            self[key] = write
-        elif have.__class__ is tuple:
-            self[key] = [have, write]
-        else:
-            have.append(write)
-
-    def get(self, key: str, default: Any = None) -> Any:
-        have = dict.get(self, key, default)
-        return [have] if have.__class__ is tuple and have is not default else have
 
 
 class _RunScan:
@@ -160,7 +61,12 @@ class _RunScan:
         self.first_fault_at: float | None = None
         self.retries = 0
         self.releases_failed = 0
-        self.unprojected: set[str | None] = set()  # keys whose writes say they bump no projection
+        # keys whose writes say they bump no projection (the event's own key: its UNPROJECTED bit instead)
+        self.unprojected: set[str | None] = set()
+        # invokes not completed yet, per event (off the records: 10^6 events, two slots less)
+        self.publishing: dict[str, int] = {}   # event -> its publish invokes open
+        self.applying: dict[str, int] = {}     # event -> its apply invokes open ...
+        self.invoked: dict[str, float] = {}    # ... and the latest one's time
         self.vanished = Vanished()   # events whose entries a field fault removed (chaos/vanished.py)
 
     def scan(self, history: Iterable[dict]) -> None:
@@ -186,38 +92,47 @@ class _RunScan:
                     if kind == "ok":
                         ev.deliveries += 1
                         ev.add_entry(op.get("stream"), op.get("entry_id"))
-                        via = op.get("via")
-                        ev.last_via = _intern(via) if via.__class__ is str else via
-                        ev.last_count = op.get("delivery_count") or 1
+                        if op.get("via") in REDELIVERY_VIAS or (op.get("delivery_count") or 1) > 1:
+                            ev.where |= REDELIVERED
+                        elif ev.where & REDELIVERED:
+                            ev.where &= ~REDELIVERED
                 elif f == "publish":
+                    publishing = self.publishing
                     if kind == "invoke":
-                        ev.open += 1
+                        publishing[eid] = publishing.get(eid, 0) + 1
                         continue
-                    if ev.open:
-                        ev.open -= 1
+                    n = publishing.get(eid)
+                    if n is not None:
+                        if n == 1:
+                            del publishing[eid]
+                        else:
+                            publishing[eid] = n - 1
                     if kind == "ok":
-                        ev.ok = True
+                        ev.where |= OK
                         ev.add_entry(op.get("stream"), op.get("entry_id"))
                     elif kind == "info":
-                        ev.info = True
+                        ev.where |= INFO
                     else:
-                        ev.failed = True
+                        ev.where |= FAILED
                 elif f == "apply":
                     # invokes are matched with completions per event (a dangling one is unknown)
+                    applying = self.applying
                     if kind == "invoke":
-                        ev.apply_open += 1
-                        ev.invoked_at = op["time"]
+                        applying[eid] = applying.get(eid, 0) + 1
+                        self.invoked[eid] = op["time"]
                         continue
-                    if ev.apply_open:
-                        ev.apply_open -= 1  # a reorder buffer's release is an `ok` without an invoke
-                        if not ev.apply_open:
-                            ev.invoked_at = 0.0   # (kept only for a dangling one: 10^6 floats less)
+                    n = applying.get(eid)   # (none: a reorder buffer's release is an `ok` without an invoke)
+                    if n is not None:
+                        if n == 1:
+                            del applying[eid], self.invoked[eid]
+                        else:
+                            applying[eid] = n - 1
                     if kind == "ok":
                         self._apply(op, ev)
                     elif kind == "info":  # the outcome is unknown (a lost COMMIT reply)
                         ev.add_unknown(op["time"], self.fault_started and ev.redelivered_now())
                 elif kind == "ok":
-                    ev.dlq = True
+                    ev.where |= DLQ
             elif f == "fault":
                 value = op.get("value")
                 if isinstance(value, dict) and value.get("phase") == "start":
@@ -252,8 +167,8 @@ class _RunScan:
             return
         if ev.handled_at is None:  # ops come in time order: the first handling is the earliest
             ev.handled_at = op["time"]
-            if self.fault_started:
-                ev.recovered = ev.last_via in REDELIVERY_VIAS or ev.last_count > 1
+            if self.fault_started and ev.where & REDELIVERED:
+                ev.where |= RECOVERED
         if effect != "applied":
             return
         ev.applied += 1
@@ -261,7 +176,11 @@ class _RunScan:
         key = ev.key if key is None else _intern(str(key))   # (the copy ev.key holds: one per key)
         value = op.get("value")
         if value.__class__ is dict and value.get("projection") is False:
-            self.unprojected.add(key)  # a guard that writes no projection (noop): nothing to hold
+            # a guard that writes no projection (noop): nothing to hold
+            if key is ev.key:
+                ev.where |= UNPROJECTED
+            else:
+                self.unprojected.add(key)
         if key is not None:
             # where the write stands in its key's commit order: `value.seq` (the row's write
             # sequence number, bumped and returned by the write itself) when the guard gives it;
@@ -276,20 +195,23 @@ class _RunScan:
                 seq = value.get("seq")
                 if seq.__class__ is not int:
                     seq = None
-            self.writes.add(key, (order, op.get("version", ev.version), ev.eid, seq))
+            version = op.get("version", ev.version)
+            self.writes.add(key, ev if ev.own_write(key, order, version, seq) else (order, version, ev.eid, seq))
 
     def close_dangling(self) -> None:
         """A publish invoke without completion (its process was killed) is an `info`; so is
         an apply invoke: the process may have died after COMMIT, before writing `ok`."""
-        for ev in self.events.values():
-            if ev.open > 0:
-                ev.info = True
-            if ev.apply_open > 0:
-                # (the latest invoke stands for each: a redelivery after the death invokes again)
-                after_fault = self.first_fault_at is not None and self.first_fault_at <= ev.invoked_at
-                for _ in range(ev.apply_open):
-                    ev.add_unknown(ev.invoked_at, after_fault and ev.redelivered_now())
-                ev.apply_open = 0
+        events = self.events
+        for eid in self.publishing:
+            events[eid].where |= INFO
+        for eid, n in self.applying.items():
+            ev = events[eid]
+            # (the latest invoke stands for each: a redelivery after the death invokes again)
+            invoked_at = self.invoked[eid]
+            after_fault = self.first_fault_at is not None and self.first_fault_at <= invoked_at
+            for _ in range(n):
+                ev.add_unknown(invoked_at, after_fault and ev.redelivered_now())
+        self.publishing, self.applying, self.invoked = {}, {}, {}
 
     def order_writes(self) -> None:
         """Each key's effective writes in the order they took effect, then the writes older
@@ -297,7 +219,7 @@ class _RunScan:
         has one, else `locked_at` or the op's time (older and black-box histories; a stable
         sort keeps the ops' order on ties)."""
         for key, writes in self.writes.items():
-            if writes.__class__ is tuple:
+            if writes.__class__ is not list:
                 continue   # one write: nothing to sort, nothing older than another
             writes.sort(key=_SEQ if all(w[3] is not None for w in writes) else _ORDER)
             top = None
@@ -324,11 +246,6 @@ class _RunScan:
         """The key's applied versions in applied order (after order_writes; made when an anomaly
         names them, not kept: with a key per event that was a list per event)."""
         return [w[1] for w in self.writes.get(key, ())]
-
-
-IN_STREAM, PENDING, UNDELIVERED, OUTBOX, INTENDED = 1, 2, 4, 8, 16
-NOTED = 32   # not a list: an apply `ok` of the event said effect applied or stale (see check_run's observe)
-WAITING, IN_REDIS = PENDING | UNDELIVERED, IN_STREAM | PENDING | UNDELIVERED
 
 
 def check_run(history: Iterable[dict], final: FinalState, *, run: int = 0,
@@ -447,10 +364,10 @@ def _absorb_final(events: dict[str, _Event], final: FinalState) -> int:
 
 def _count_events(scan: _RunScan, intended: int, stopped: set[str], counts: Counts, anomalies: AnomalyLog,
                   history: Iterable[dict] = (), consumers_live: bool = False
-                  ) -> dict[str, tuple[Any, str | None, str] | None]:
-    """The per-event counts; returns each key's highest published (version, etype, event_id)
-    (the first of equal highest versions; None: no published event of the key has a version)."""
-    top_by_key: dict[str, tuple[Any, str | None, str] | None] = {}
+                  ) -> dict[str, _Event | None]:
+    """The per-event counts; returns each key's highest published event (the first of equal
+    highest versions; None: no published event of the key has a version)."""
+    top_by_key: dict[str, _Event | None] = {}
     by_kind: dict[str, dict[str | None, list[str]]] = {LOST: defaultdict(list), DUPLICATED: defaultdict(list),
                                                        UNEXPECTED: defaultdict(list),
                                                        STOPPED_CONSUMING: defaultdict(list)}
@@ -458,44 +375,44 @@ def _count_events(scan: _RunScan, intended: int, stopped: set[str], counts: Coun
     for eid, ev in scan.events.items():
         handled = ev.handled_at is not None
         where = ev.where
-        seen = ev.deliveries > 0 or handled or ev.dlq or where & IN_REDIS
+        seen = ev.deliveries > 0 or handled or where & (DLQ | IN_REDIS)
         # a publish that said `fail` yet shows up downstream went through: its error was misread
-        published = ev.ok or where & OUTBOX or ((ev.info or ev.failed) and seen)
+        published = where & (OK | OUTBOX) or (where & (INFO | FAILED) and seen)
         if ev.deliveries:
             counts.delivered += 1
             counts.redelivered += ev.deliveries - 1
         counts.duplicate_entries += ev.extra_entries()
         if handled:
             counts.handled += 1
-            counts.recovered += ev.recovered
+            counts.recovered += bool(where & RECOVERED)
             counts.handled_pending += bool(where & PENDING)
         if ev.applied > 1:
             counts.duplicated += 1
             by_kind[DUPLICATED][ev.key].append(eid)
         if published:
             counts.published += 1
-            if not (ev.ok or ev.info or where & OUTBOX):
+            if not where & (OK | INFO | OUTBOX):
                 counts.failed_publish_seen += 1
             if ev.key is not None:
-                top = top_by_key.get(ev.key)
-                if ev.version is not None and (top is None or ev.version > top[0]):
-                    top_by_key[ev.key] = (ev.version, ev.etype, eid)
+                top = top_by_key.get(ev.key)   # (the event itself: 10^6 keys, no tuple each)
+                if ev.version is not None and (top is None or ev.version > top.version):
+                    top_by_key[ev.key] = ev
                 elif top is None:
                     top_by_key[ev.key] = None
-            if not handled and not ev.dlq and not where & WAITING:
+            if not handled and not where & (DLQ | WAITING):
                 if ev.unknown is not None and ev.unknown.indeterminate:
                     counts.indeterminate += 1  # an apply of unknown outcome may have handled it
                     published_indeterminate += 1
                 else:
                     counts.lost += 1
                     by_kind[LOST][ev.key].append(eid)
-            elif consumers_live and not handled and not ev.dlq:   # waits in Redis: nobody consumed it
+            elif consumers_live and not handled and not where & DLQ:   # waits in Redis: nobody consumed it
                 stopped.add(eid)
                 counts.stopped_consuming += 1
                 by_kind[STOPPED_CONSUMING][ev.key].append(eid)
-        elif ev.info:
+        elif where & INFO:
             counts.indeterminate += 1
-        elif ev.failed and not (ev.deliveries or handled):
+        elif where & FAILED and not (ev.deliveries or handled):
             counts.dropped += 1     # every attempt refused (OOM, a dead link): the producer gave up on it
         elif seen or ev.unknown is not None:
             counts.unexpected += 1  # delivered, handled or in Redis, yet nobody ever tried to publish it
@@ -533,20 +450,19 @@ def _check_accounting(known: int, counts: Counts, published_indeterminate: int, 
             f"({intended} intended): an event fell through chaos.checker._count_events")
 
 
-def _check_final_state(top_by_key: dict[str, tuple[Any, str | None, str] | None], final_state: dict[str, dict],
+def _check_final_state(top_by_key: dict[str, _Event | None], final_state: dict[str, dict],
                        scan: _RunScan, stopped: set[str], counts: Counts, anomalies: AnomalyLog) -> None:
     """Each key's final status must be the etype of its highest published business version;
     a wrong key whose highest event is still waiting in Redis or in the DLQ is unsettled."""
     for key, top in top_by_key.items():
         if top is None:
             continue  # bulk jobs without versions
-        top_version, top_etype, top_eid = top
+        top_version, top_etype, top_eid = top.version, top.etype, top.eid
         row = final_state.get(key) or {}
         if row.get("status") != top_etype:
             counts.wrong_keys += 1
             is_stopped = top_eid in stopped
-            top_ev = scan.events[top_eid]
-            unsettled = bool(top_ev.where & WAITING and not is_stopped) or top_ev.dlq
+            unsettled = bool(top.where & WAITING and not is_stopped) or top.dlq
             counts.unsettled_keys += unsettled
             if anomalies.counted_only(WRONG_FINAL_STATE):
                 continue
@@ -566,16 +482,23 @@ def _check_projection(projection: dict[str, int], scan: _RunScan, counts: Counts
     again (`projection_drift` only, as `duplicated` is)."""
     if not projection:
         return
-    applied: dict[str, int] = defaultdict(int)
-    unprojected = scan.unprojected   # (their counters are not compared: not counted either)
+    applied: dict[str, int | None] = {}   # key -> its events applied; None: its counter is not compared
+    unprojected = scan.unprojected
     for ev in scan.events.values():
-        if ev.applied and ev.key is not None and ev.key not in unprojected:
-            applied[ev.key] += 1
+        key = ev.key
+        if key is None:
+            continue
+        if ev.where & UNPROJECTED:
+            applied[key] = None   # (not counted either)
+        elif ev.applied and key not in unprojected:
+            n = applied.get(key, 0)
+            if n is not None:
+                applied[key] = n + 1
     for key, value in projection.items():
         key = str(key)
-        if key in scan.unprojected:
-            continue
         expected = applied.get(key, 0)
+        if expected is None or key in unprojected:
+            continue
         drift = int(value) - expected
         if drift:
             counts.projection_drift += abs(drift)

@@ -80,8 +80,8 @@ LAYERS: dict[str, tuple[str, ...]] = {
     "servers": ("chaos.proxy", "chaos.cluster"),
     "worker side": ("chaos.strategies", "chaos.workload"),
     "faults": ("faults",),
-    "judging and running": ("chaos.checker", "chaos.unknown_applies", "chaos.expectations", "chaos.orchestrator", "chaos.run",
-                            "chaos.blackbox"),
+    "judging and running": ("chaos.checker", "chaos.checkstore", "chaos.unknown_applies", "chaos.expectations",
+                            "chaos.orchestrator", "chaos.run", "chaos.blackbox"),
     "top": ("chaos.cellrun", "chaos.plugin", "chaos.pytest_plugin", "chaos.report", "chaos.cli", "chaos.__main__",
             "chaos.mutants", "chaos.scorecard", "chaos.blackbox.pytest_api"),
 }

@@ -207,9 +207,15 @@ def harness_run(cluster: Any, consumers: int, jobs: int, memory: bool = False) -
     wall = time.monotonic() - started
     metrics = result.metrics[0]
     phases = phase_times(result)
-    # (no effect write: the final-state check fails by design; lost and duplicated still count)
+    # (no effect write: the final-state check fails by design; lost and duplicated still count).
+    # `handled` is the work notes' figure (events handled during the work); `counts` every count
+    # of the checker (published, handled, lost, duplicated, unattempted, dropped, indeterminate,
+    # pending_left, undelivered, ...), so a `handled` below `events` is explained by them
     out = {"consumers": consumers, "events": jobs, "lost": result.counts.lost,
            "duplicated": result.counts.duplicated, "handled": metrics.handled,
+           "verdict": result.verdict, "counts": result.counts.as_dict(),
+           "unknown_reasons": [r for run in result.runs for r in run.unknown_reasons],
+           "drain_end": [run.drain_end for run in result.runs],
            "work_s": round(metrics.work_s or 0, 3), "events_per_s": round(metrics.throughput or 0),
            "wall_s": round(wall, 2), "phases_s": phases,
            "check_share": round(phases.get("check", 0.0) / wall, 3) if wall else None,

@@ -163,16 +163,11 @@ class ProgressWatch:
             if lines[-1]:
                 self.partial[path] = lines[-1]
             del lines[-1]
-            self._lines(path, name, lines)
+            if self.keep and not name.startswith("."):   # (read_history's glob skips dot files)
+                self._keep(path, lines)
+            else:
+                self._scan(lines)
         return self.last_useful
-
-    def _lines(self, path: str, name: str, lines: list[bytes]) -> None:
-        """The complete lines `poll` read from one file (a subclass may fold them too:
-        chaos.orchestrator.livefold)."""
-        if self.keep and not name.startswith("."):   # (read_history's glob skips dot files)
-            self._keep(path, lines)
-        else:
-            self._scan(lines)
 
     def _scan(self, lines: list[bytes]) -> None:
         timed = b""   # the last of the lines whose only use here is their time

@@ -12,6 +12,7 @@ import pytest
 
 from chaos.checker import NOT_READ, check_run
 from chaos.history import HistorySource, parse_op, read_history
+from chaos.orchestrator import livefold
 from chaos.orchestrator.livefold import LAG_S, Folded, FoldingWatch
 from chaos.orchestrator.notes import work_metrics
 
@@ -58,10 +59,11 @@ class Replay:
             self._write(path, len(data))
 
 
-def replayed_check(saved: Path, live: Path, args: dict, final, steps: int = 25, late: bytes = b""):
+def replayed_check(saved: Path, live: Path, args: dict, final, steps: int = 25, late: bytes = b"",
+                   budget_s: float = float("inf")):
     replay = Replay(saved, live)
     now = [0.0]
-    watch = FoldingWatch(live, run=args["run"], clock=lambda: now[0])
+    watch = FoldingWatch(live, run=args["run"], clock=lambda: now[0], budget_s=budget_s)
     times = replay.times
     for step in range(1, steps + 1):
         until = times[min(len(times) - 1, step * len(times) // (steps + 1))]
@@ -83,6 +85,32 @@ def test_the_fold_while_written_gives_the_saved_json(archive: Path, tmp_path: Pa
     final.stream_entries, final.events = iter(final.stream_entries), iter(final.events)
     result, watch, notes = replayed_check(tmp_path / "saved", tmp_path / "live", args, final)
     assert watch.void == "" and watch.folded_ops > 0 and watch.scan is None   # (taken: the check used it)
+    assert all(not tail.ops for tail in watch.tails.values())
+    assert as_text(result) == expected
+    assert notes.work() == work_metrics(read_history(tmp_path / "live"))[:2]
+
+
+BIGGEST = sorted(SAVED, key=lambda p: -p.stat().st_size)[:3]
+
+
+@pytest.mark.parametrize("archive", BIGGEST, ids=[p.name.removesuffix(".tar.gz") for p in BIGGEST])
+def test_a_fold_that_falls_behind_reads_in_chunks_and_gives_the_saved_json(
+        archive: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A fold with little time per poll (an orchestrator short of CPU) reads a small chunk of
+    the file that has reached the earliest time, holds no more than it read, and the check
+    folds the rest the same way: the saved JSON."""
+    monkeypatch.setattr(livefold, "CHUNK_BYTES", 2048)
+    final, args, expected = unpack(archive, tmp_path / "saved")
+    read = livefold.FoldingWatch._read
+    most = [0]
+
+    def noted(self, tail, final):
+        most[0] = max(most[0], sum(len(t.ops) for t in self.tails.values()))
+        return read(self, tail, final)
+    monkeypatch.setattr(livefold.FoldingWatch, "_read", noted)
+    result, watch, notes = replayed_check(tmp_path / "saved", tmp_path / "live", args, final, budget_s=0.0)
+    assert watch.void == "" and watch.folded_ops > 0
+    assert 0 < most[0] < len(read_history(tmp_path / "live")) / 2
     assert as_text(result) == expected
     assert notes.work() == work_metrics(read_history(tmp_path / "live"))[:2]
     assert watch.useful_ops > 0

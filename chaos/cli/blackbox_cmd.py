@@ -16,15 +16,17 @@ import sys
 import time
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from chaos.blackbox import expect
-from chaos.blackbox.config import load_config
-from chaos.blackbox.session import BlackBoxRuns, preflight, run_blackbox
 from chaos.cli import failures, options
 from chaos.replay import blackbox_command
 from chaos.errors import EXIT_MISMATCH, EXIT_OK, EXIT_UNKNOWN, BadArguments
 
+if TYPE_CHECKING:
+    from chaos.blackbox.session import BlackBoxRuns
+
+# chaos.blackbox (the orchestrator, redis, psycopg: ~0.3 CPU s) is imported where a black-box run
+# starts, not with the parser: `python -m chaos list|describe|cluster|--help` never needs it.
 PRESET_LABEL = "blackbox"
 
 
@@ -65,6 +67,7 @@ def reproduce(args: argparse.Namespace, faults: list[str], seed: int) -> str:
 
 def to_json(cell: BlackBoxRuns, *, args: argparse.Namespace, seed: int, wall_s: float, run_dir: Any) -> dict:
     """The run command's JSON object, plus a ``blackbox`` section with the extra figures."""
+    from chaos.blackbox import expect
     exp = expect.expectation(cell.config.expect, cell.extra)
     faults = cell.fault_texts or ["none"]
     out = cell.cell.to_json(preset=PRESET_LABEL, fault="+".join(faults), seed=seed,
@@ -89,6 +92,8 @@ def exit_code(data: dict) -> int:
 
 def run_from_args(args: argparse.Namespace) -> int:
     """Start a topology, run the cell, print, return the exit code."""
+    from chaos.blackbox.config import load_config
+    from chaos.blackbox.session import preflight, run_blackbox
     config = load_config(args.worker_config)  # bad input: exit 254 before anything starts
     _, faults = preflight(args.worker_cmd, config, _faults(args), args.runs)   # the edge: parsed once
     seed = args.seed

@@ -20,8 +20,6 @@ import uuid
 from pathlib import Path
 from typing import Any, Callable
 
-from chaos.blackbox.config import load_config
-from chaos.blackbox.session import preflight
 from chaos.cli import failures, options
 from chaos.errors import BadArguments
 
@@ -91,6 +89,8 @@ def run(args: argparse.Namespace) -> int:
     from chaos.scorecard.card import run_scorecard
     from chaos.scorecard.page import write_pages
     from chaos.scorecard.plan import plan
+    from chaos.blackbox.config import load_config   # here, not with the parser: ~0.3 CPU s of imports
+    from chaos.blackbox.session import preflight
 
     if args.runs < 1:
         raise BadArguments(f"--runs {args.runs}: give at least 1")

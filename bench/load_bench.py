@@ -160,6 +160,9 @@ def _label(proc: psutil.Process, me: int) -> str:
     if proc.pid == me:
         return "orchestrator+checker (this process)"
     cmd = " ".join(proc.cmdline())
+    if "forkserver" in cmd and proc.ppid() != me:
+        # a worker forked by the fork server keeps its command line: not the server itself
+        return f"worker {proc.pid} (forked)"
     for needle, name in (("redis-server", "redis-server"), ("valkey-server", "valkey-server"),
                          ("postgres", "postgres"), ("chaos.proxy", "proxy"), ("forkserver", "fork server")):
         if needle in cmd:
@@ -200,11 +203,16 @@ def harness_run(cluster: Any, consumers: int, jobs: int, memory: bool = False) -
     if peak is not None:
         peak.__enter__()
     try:
-        result = run_cell(cluster, "baseline", [], parts=harness_parts(consumers, jobs), keep_runs="never")
+        # (the run dir is kept until its spawn ops name the workers' pids, then removed)
+        result = run_cell(cluster, "baseline", [], parts=harness_parts(consumers, jobs), keep_runs="always")
     finally:
         if peak is not None:
             peak.__exit__(None, None, None)
     wall = time.monotonic() - started
+    try:
+        workers = spawned(result.run_dirs)
+    finally:
+        shutil.rmtree(result.run_root, ignore_errors=True)
     metrics = result.metrics[0]
     phases = phase_times(result)
     # (no effect write: the final-state check fails by design; lost and duplicated still count).
@@ -222,7 +230,7 @@ def harness_run(cluster: Any, consumers: int, jobs: int, memory: bool = False) -
            # planning the workload, starting the run dir, summarizing: the wall time outside the phases
            "outside_phases_s": round(wall - sum(v for k, v in phases.items() if not k.startswith("fault:")), 2)}
     if peak is not None:
-        by_name = peak.by_name({})
+        by_name = peak.by_name(workers)
         out["peak_rss_mb"] = by_name.get("orchestrator+checker (this process)")
         out["peak_rss_mb_by_process"] = by_name
     return out

@@ -2,9 +2,10 @@
 harness cell: bulk jobs at cost 0, four consumers through the proxies, keys = events); prints
 one JSON object.
 
-The run is load_bench's `harness_run`; the check's stages (reading the final state, the
-checker's scan of the history, folding the final lists in, counting, the final state's
-comparison, the notes' measure) are wrapped to record this process's RSS as each begins and
+The run is load_bench's `harness_run`; the run's phases (planning the workload, reset, arm,
+workload, drain) and the check's stages (reading the final state, the checker's scan of the
+history, folding the final lists in, counting, the final state's comparison, the notes'
+measure) are wrapped to record this process's RSS as each begins and
 ends, and a thread samples the RSS every 0.2 s to name the stage in which it peaked. What a
 stage adds is what it keeps (or what the allocator did not give back).
 
@@ -30,10 +31,13 @@ import psutil  # noqa: E402
 import chaos.checker as checker  # noqa: E402
 import chaos.history as history  # noqa: E402
 import chaos.orchestrator.check as checking  # noqa: E402
+import chaos.orchestrator.phases as phases  # noqa: E402
+import chaos.orchestrator.sequence as sequence  # noqa: E402
 from chaos.cluster import start_cluster  # noqa: E402
 from load_bench import harness_run, load  # noqa: E402
 
-STAGES = [(checking, "check"), (checking, "read_final"), (checking, "measure"), (checker._RunScan, "scan"),
+STAGES = [(phases, "plan_workload"), (phases, "reset"), (phases, "arm"), (phases, "workload"), (sequence, "drain"),
+          (checking, "check"), (checking, "read_final"), (checking, "measure"), (checker._RunScan, "scan"),
           (checker, "_absorb_final"), (checker, "_count_events"), (checker, "_check_final_state")]
 
 

@@ -10,7 +10,7 @@ import time
 import redis
 
 from chaos.events import Event
-from chaos.orchestrator.phases import acked_or_none, consumers_idle, stall_s
+from chaos.orchestrator.phases import Planned, acked_or_none, consumers_idle, stall_s
 from chaos.orchestrator.run import Run
 from chaos.results import FinalState
 from chaos.strategies.delivery.base import GROUP
@@ -18,7 +18,7 @@ from chaos.strategies.plan import CONSUMER, PRODUCER
 from chaos.workload.final_state import pending_entries
 
 
-def drain(run: Run, events: list[Event]) -> None:
+def drain(run: Run, events: list[Event] | Planned) -> None:
     """Recovery: consumers run XAUTOCLAIM until everything is acked, or until every entry
     still pending was claimed again in the drain and failed again (a poison entry)."""
     cell, watch, workers = run.cell, run.progress, run.workers

@@ -25,6 +25,22 @@ STALL_S = 10.0              # no useful op for this long (plus the longest job, 
 FLOOR_EVENTS_PER_S = 200.0  # the workload's first bound allows at least this slow a run
 
 
+class Planned:
+    """What the phases' bounds need of the planned events (their count, costs, last due time),
+    so that the events themselves need not stay in memory through the workload (10^6 events:
+    ~240 MB; the check reads the intended events back from a file, sequence.Orchestrated)."""
+
+    def __init__(self, events: list[Event]) -> None:
+        self.count = len(events)
+        self.longest_ms = max((e.cost_ms for e in events), default=0.0)
+        self.cost_ms = sum(e.cost_ms for e in events)
+        self.last_at_ms = max((e.at_ms for e in events), default=0)
+
+    @staticmethod
+    def of(events: list[Event] | Planned) -> Planned:
+        return events if isinstance(events, Planned) else Planned(events)
+
+
 def plan_workload(strategy: Strategy, seed: int) -> tuple[list[Event], list[ProcessPlan]]:
     """One run's routed events and producer plans (10^5 events: about 0.5 CPU s, so made once per run)."""
     events = strategy.delivery.route(strategy.workload.make_events(random.Random(seed)))
@@ -86,25 +102,24 @@ def fault_failed(run: Run, fault: Any, exc: BaseException) -> None:
     run.fault_errors.append(message)
 
 
-def stall_s(run: Run, events: list[Event]) -> float:
+def stall_s(run: Run, events: list[Event] | Planned) -> float:
     """How long a healthy run may go without a useful op: the longest job three times
     over, plus slack for a loaded machine."""
     if run.cell.stall_s is not None:
         return run.cell.stall_s
-    longest = max((e.cost_ms for e in events), default=0.0)
-    return STALL_S + 3 * run.cell.time_scale * longest / 1000.0
+    return STALL_S + 3 * run.cell.time_scale * Planned.of(events).longest_ms / 1000.0
 
 
-def workload_bound_s(run: Run, events: list[Event]) -> float:
+def workload_bound_s(run: Run, events: list[Event] | Planned) -> float:
     """The workload's first bound, from its size: the schedule, the jobs' cost and the
     producer's retries (scaled, three times over), plus a floor rate per event. Past it
     the run goes on for as long as it makes progress (see `Run.watch`)."""
     if run.cell.workload_bound_s is not None:
         return run.cell.workload_bound_s
     producer = run.cell.strategy.producer
-    scheduled = sum(e.cost_ms for e in events) + max((e.at_ms for e in events), default=0) + sum(
-        producer.retry_delays_ms())
-    return 20.0 + 3 * run.cell.time_scale * scheduled / 1000.0 + len(events) / FLOOR_EVENTS_PER_S
+    planned = Planned.of(events)
+    scheduled = planned.cost_ms + planned.last_at_ms + sum(producer.retry_delays_ms())
+    return 20.0 + 3 * run.cell.time_scale * scheduled / 1000.0 + planned.count / FLOOR_EVENTS_PER_S
 
 
 def consumers_idle(run: Run, watch: ProgressWatch) -> bool:
@@ -129,7 +144,7 @@ def consumers_idle(run: Run, watch: ProgressWatch) -> bool:
         return False  # no primary answers (a failover): not yet
 
 
-def workload(run: Run, events: list[Event]) -> None:
+def workload(run: Run, events: list[Event] | Planned) -> None:
     """Until the producers are done and the consumers fully acked (ack after) or idle."""
     cell, watch, workers = run.cell, run.progress, run.workers
     producer = cell.strategy.producer

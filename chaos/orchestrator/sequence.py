@@ -104,6 +104,8 @@ class Orchestrated:
         self.run = run
         self.events, self.producer_plans = run.workload or phases.plan_workload(run.cell.strategy, run.seed)
         run.workload = None
+        self.planned = phases.Planned(self.events)   # (what the bounds need: the events go after the reset)
+        self.intended: Intended | None = None
         self.faults = run.cell.new_faults()
         run.workers.fault_failpoints = [f.failpoints() for f in self.faults]
         self.schedule = phases.fault_schedule(run)
@@ -136,8 +138,17 @@ class Orchestrated:
     def reset(self) -> None:
         phases.reset(self.run, self.events)
 
+    def spill(self) -> Intended:
+        """The intended events written to the run dir, the planned ones dropped (once): from the
+        arm on, nothing but the check needs them (10^6 events: ~240 MB through the workload)."""
+        if self.intended is None:
+            self.intended = Intended.spill(self.events, self.run.dir / INTENDED_FILE)
+            self.events = []
+        return self.intended
+
     def arm(self) -> None:
         run = self.run
+        self.spill()   # (after the reset, which seeded each event's key)
         run.rig.start()       # after the reset: a reset restarts servers on purpose
         run.rig.check(deep=True)
         run.raise_if_rig_failed()
@@ -146,13 +157,13 @@ class Orchestrated:
     def workload(self) -> None:
         # (it folds the history for the check as it tails it: chaos/orchestrator/livefold.py)
         self.run.progress = FoldingWatch(self.run.dir, run=self.run.index)
-        phases.workload(self.run, self.events)
+        phases.workload(self.run, self.planned)
 
     def drainable(self) -> bool:
         return drainable(self.run)
 
     def drain(self) -> None:
-        drain(self.run, self.events)
+        drain(self.run, self.planned)
 
     def stop(self) -> None:
         self.run.workers.stop_all(self.run.t0)
@@ -165,10 +176,9 @@ class Orchestrated:
         for plan in self.producer_plans:
             if "events" in plan.spec:
                 plan.spec = {**plan.spec, "events": []}
-        # the intended events go to a file the check reads back, the planned ones are dropped: the
-        # checker's records then reuse their memory (10^6 events: ~240 MB of the check's peak)
-        intended = Intended.spill(self.events, self.run.dir / INTENDED_FILE)
-        self.events = []
+        # the intended events are read back from their file (spilled at the arm, or now: a run
+        # that ended before its arm), the planned ones dropped
+        intended = self.spill()
         try:
             result, self.history, self.notes = checking.check(self.run, intended, self.faults)
         finally:
@@ -178,6 +188,7 @@ class Orchestrated:
 
 def execute(run: Run) -> tuple[RunResult, RunMetrics]:
     """Every phase of `run`, in order; its result and metrics."""
+    steps = None
     try:
         started = time.monotonic()
         run.open_histories()
@@ -190,3 +201,5 @@ def execute(run: Run) -> tuple[RunResult, RunMetrics]:
     finally:
         if run.progress is not None:
             run.progress.release()   # (history() did, unless the run ended before it)
+        if steps is not None and steps.intended is not None:
+            steps.intended.remove()   # (the check did, unless the run ended before it)

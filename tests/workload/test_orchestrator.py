@@ -14,7 +14,9 @@ import pytest
 
 from chaos.errors import BadArguments
 from chaos.expectations.ordering import PAID_FIRST
+from chaos.orchestrator import phases
 from chaos.run import PrimaryRedis, run_cell
+from chaos.workload.final_state import INTENDED_FILE
 from chaos.workload.forkserver import fork_server
 from faults.helpers import once_settled
 from faults.registry import get_fault
@@ -33,6 +35,24 @@ def test_s1_is_valid_and_leaves_no_process(cluster):
     assert all(r.final_state["42"] == {"status": "paid", "version": 2} for r in cell.runs)
     assert _workers_left() == []
     assert not any(d.exists() for d in cell.run_dirs)  # valid runs are tidied by default
+
+
+def test_the_planned_events_are_in_a_file_through_the_workload(cluster, monkeypatch):
+    """From the arm on only the check needs the intended events: the workload runs with their
+    file in the run dir and a summary of them (10^6 events: ~240 MB less), the check reads the
+    file back, and it is removed after."""
+    seen = []
+    workload = phases.workload
+
+    def observed(run, planned):
+        seen.append(((run.dir / INTENDED_FILE).exists(), type(planned).__name__, planned.count))
+        return workload(run, planned)
+    monkeypatch.setattr(phases, "workload", observed)
+    cell = run_cell(cluster, "s1", runs=1, seed=3, time_scale=0.2, keep_runs="always")
+    assert seen == [(True, "Planned", 2)]
+    assert cell.verdict == "valid" and cell.counts.published == 2, cell.unknown_reasons
+    assert not (cell.run_dirs[0] / INTENDED_FILE).exists()
+    shutil.rmtree(cell.run_root)
 
 
 def test_baseline_is_wrong_every_run_and_keeps_its_run_dirs(cluster):

@@ -63,8 +63,10 @@ class ProgressWatch:
         self.open_applies: dict[str, int] = {}
         # Files are tailed one after another, so a worker's apply may be read before the
         # reader's deliver of the same entry: compare times, not the order ops are read in.
-        self.delivered: dict[str, tuple[float, str]] = {}   # entry id -> (last deliver, process)
-        self.put_down: dict[str, float] = {}     # entry id -> its last apply completion or DLQ move
+        # entry id -> (its last delivery's time, its process, its last put-down's time or None) while
+        # delivered after its last put-down (an apply's completion or a DLQ move: in hand), else the
+        # last put-down's time alone (settled: 10^6 entries, ~130 B each instead of ~330)
+        self.entries: dict[str, tuple[float, str, float | None] | float] = {}
         self.failed_at: dict[str, float] = {}    # entry id -> time of its last failed apply
         self.holding: dict[str, set[str]] = {}   # process -> entries delivered to it, not put down since
 
@@ -90,21 +92,29 @@ class ProgressWatch:
         if entry is None:  # released parked events carry none
             return
         kind, at = op.get("type"), op.get("time", 0.0)
-        delivered, holding = self.delivered, self.holding
+        entries, holding = self.entries, self.holding
         if f == "deliver":
             if kind == "ok":
-                previous = delivered.get(entry)
-                if previous is None or at > previous[0]:
-                    holder = sys.intern(op.get("process", ""))   # (one copy per process, not per entry)
-                    delivered[entry] = (at, holder)
-                    if previous is not None and previous[1] in holding:
-                        holding[previous[1]].discard(entry)
-                    down = self.put_down.get(entry)
-                    if down is None or at > down:
-                        held = holding.get(holder)
-                        if held is None:
-                            held = holding[holder] = set()
-                        held.add(entry)
+                now = entries.get(entry)
+                if now is None:
+                    down = None
+                elif now.__class__ is tuple:   # in hand: a later delivery moves it to its process
+                    if at <= now[0]:
+                        return
+                    held = holding.get(now[1])
+                    if held is not None:
+                        held.discard(entry)
+                    down = now[2]
+                elif at <= now:
+                    return   # settled, and this delivery came before its put-down: not in hand
+                else:
+                    down = now
+                holder = sys.intern(op.get("process", ""))   # (one copy per process, not per entry)
+                entries[entry] = (at, holder, down)
+                held = holding.get(holder)
+                if held is None:
+                    held = holding[holder] = set()
+                held.add(entry)
             return
         if f == "dlq":
             if kind == "ok":
@@ -127,18 +137,23 @@ class ProgressWatch:
                     self.failed_at[entry] = at
         # put down (an apply's completion or a DLQ move) at `at`: no longer in its holder's hand,
         # unless it was delivered again after that
-        put_down = self.put_down
-        down = put_down.get(entry)
+        now = entries.get(entry)
+        if now is None or now.__class__ is not tuple:
+            if now is None or at > now:
+                entries[entry] = at
+            return
+        last, holder, down = now
         if down is None or at > down:
-            put_down[entry] = down = at
-        last = delivered.get(entry)
-        if last is not None:
-            held = holding.get(last[1])
-            if last[0] > down:
-                if held is None:
-                    held = holding[last[1]] = set()
-                held.add(entry)
-            elif held is not None:
+            down = at
+        held = holding.get(holder)
+        if last > down:
+            entries[entry] = (last, holder, down)
+            if held is None:
+                held = holding[holder] = set()
+            held.add(entry)
+        else:
+            entries[entry] = down
+            if held is not None:
                 held.discard(entry)
 
     def poll(self) -> float:
@@ -240,9 +255,9 @@ class ProgressWatch:
             self.release()
 
     def shed(self) -> None:
-        """Drop the per-entry state (every entry delivered and put down: about 350 B per event,
-        350 MB at 10^6) once no phase asks any more (the orchestrator's check: the drain is over)."""
-        self.delivered, self.put_down, self.failed_at, self.holding = {}, {}, {}, {}
+        """Drop the per-entry state (every entry delivered and put down: about 130 B per event,
+        130 MB at 10^6) once no phase asks any more (the orchestrator's check: the drain is over)."""
+        self.entries, self.failed_at, self.holding = {}, {}, {}
 
     def release(self) -> None:
         """Drop the kept ops and give them back to the cyclic GC (history() does it; call it

@@ -2,7 +2,7 @@
 drain only what the fold has not reached is left to fold (issue 23: the check's share of a run).
 
 `FoldingWatch` is the run's progress watch (chaos.workload.progress) that, after each poll,
-spends up to `BUDGET_S` reading the history files a second time, as the check's own pass
+spends up to `BUDGET_S` of CPU time reading the history files a second time, as the check's own pass
 reads them (`chaos.history.iter_history`: a chunk of the file that has reached the earliest
 time next, ops merged by time, a tie by file name, then line; ack lines left unparsed), and
 folds them into the checker's scan (`chaos.checker._RunScan`) and the work notes
@@ -32,7 +32,7 @@ from chaos.orchestrator.notes import WorkNotes
 from chaos.workload.progress import ProgressWatch
 
 LAG_S = 1.0       # an op is folded once every file read to its end was read this much after it
-BUDGET_S = 0.05   # the fold's time per poll, at most about (the phases' conditions come first)
+BUDGET_S = 0.05   # the fold's CPU time per poll, at most about (then the phases' conditions are asked again)
 CHUNK_BYTES = 1 << 20   # read at a time from one file (about 4,000 lines)
 INF = float("inf")
 
@@ -73,7 +73,7 @@ class FoldingWatch(ProgressWatch):
         last = super().poll()
         if self.scan is not None:
             cpu = time.thread_time()
-            self._advance(began - self.lag_s, time.monotonic() + self.budget_s)
+            self._advance(began - self.lag_s, cpu + self.budget_s)
             self.fold_cpu_s += time.thread_time() - cpu
         return last
 
@@ -108,7 +108,8 @@ class FoldingWatch(ProgressWatch):
 
     def _advance(self, limit: float, deadline: float, final: bool = False) -> None:
         """Read the file that has reached the earliest time next, a chunk at a time, folding
-        what every file has passed, until each is read to its end or `deadline` passes."""
+        what every file has passed, until each is read to its end or this thread's CPU time
+        passes `deadline` (a CPU budget: on a loaded machine the fold still gets its share)."""
         tails = self._list(final)
         if tails is None:
             return
@@ -117,7 +118,7 @@ class FoldingWatch(ProgressWatch):
             mark = min([limit, *(t.top for t in unread)])
             if mark > self.mark:
                 self._fold(tails, mark)
-            if not unread or self.scan is None or time.monotonic() > deadline:
+            if not unread or self.scan is None or time.thread_time() > deadline:
                 return
             if not self._read(min(unread, key=lambda t: t.top), final):
                 return

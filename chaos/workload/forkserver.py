@@ -112,8 +112,13 @@ def serve() -> None:
 
     import psycopg  # noqa: F401 - preloaded so children start warm
     import redis  # noqa: F401
+    import redis.utils
 
+    import chaos.cluster.sentinel_client  # noqa: F401 - every child's first link (WorkerEnv.new_redis)
     import chaos.workload.worker  # noqa: F401
+    # redis-py reads its own version from the installed metadata at a process's first
+    # connection (cached per process): ~7 ms of CPU in every child, once here instead
+    redis.utils.get_lib_version()
     from chaos.workload.procutil import die_with_parent
 
     die_with_parent(int(os.environ[_PARENT_ENV]))

@@ -41,20 +41,27 @@ before) takes a run from ~710 to ~300 ms; measured side by side, 100 runs each a
 60/100 = 60.0 % (47.1..71.6 %) with 800 ms, 55/100 = 55.0 % (42.3..67.1 %) with 100 ms. The
 measured rate and its CI are printed.
 
-Several races per reset: a run publishes PAIRS orders (`pair:pairs=16`), one order's
+Several races per reset: a run publishes up to 32 orders (`pair:pairs=N`), one order's
 `created` and `paid` every `pair_gap_ms` (500 ms for S4a, 50 ms after the 0.1 scale; 300 ms
 for S4b, 150 ms after the 0.5 scale), each gap past the previous order's handling (both
 consumers are back in XREADGROUP when the next order comes), so each order is the same race
 as a one-order run, and the rates count wrong orders (`wrong_keys`) of all races. A run's
-reset, start and drain (~0.3-0.4 s) are paid once per 16 races instead of once per race:
-S4a's 454 races take 29 runs, ~36 s at load 18 (one race per run: 454 runs, ~140 s);
-S4b's 132 races take 9 runs, ~27 s at load 18 (132 runs, ~66 s). Measured at load ~18 with
-two CPU hogs and a whole-suite run beside them: S4a 169/464 = 36 % wrong orders (wrong in 28
-of 29 runs), S4b 59/144 = 41 % (9 of 9 runs). A 150 ms gap at S4a's scale (15 ms) leaves the
-consumers busy with the previous order and the rate fell to 6/160 = 3.8 %, which is why the
-gap is wide. The races of one run share processes and so are not strictly independent draws:
-the false-zero bounds above take them as independent, and the per-run rates printed beside
-them (wrong in most runs) show they are far from fully correlated.
+reset, start and drain (~0.3-0.4 s, ~0.15 CPU s) are paid once per run, so a run holds as
+many races as it can: S4a's 454 races take 15 runs of 31 orders, S4b's 132 races 5 runs of
+27 (one race per run: 454 runs took ~140 s, 132 runs ~66 s). With 16 orders per run (29
+and 9 runs) the S4a test took 7.97 and 8.19 CPU s (48 and 53 s), with 32 (15 runs) 6.43 and
+6.08 CPU s (38 and 40 s), alone at load 17-19, the two interleaved. Rates at 32 orders per
+run, load 17-19: S4a 148/480 = 30.8 % and 141/480 = 29.4 % (99 % CI down to 24.3 %, wrong
+in 15 of 15 runs), S4b 76/160 = 47.5 % and 39/160 = 24.4 % (16.8..34.0 %, 5 of 5 runs); as
+the tests run them (31 and 27 orders), beside two CPU hogs at -n 2 (load 15-21): S4a
+118/465 = 25.4 % and 97/465 = 20.9 % (99 % CI down to 16.4 %), S4b 46/135 = 34.1 % and
+54/135 = 40.0 % (24.5..51.1 %). At 16 orders per run, load ~18 with two CPU hogs and a whole-suite run beside them: S4a
+169/464 = 36 % (wrong in 28 of 29 runs), S4b 59/144 = 41 % (9 of 9 runs). A 150 ms gap at
+S4a's scale (15 ms) leaves the consumers busy with the previous order and the rate fell to
+6/160 = 3.8 %, which is why the gap is wide. The races of one run share processes and so
+are not strictly independent draws: the false-zero bounds above take them as independent,
+and the per-run rates printed beside them (wrong in every run) show they are far from fully
+correlated.
 """
 from __future__ import annotations
 
@@ -67,9 +74,18 @@ S4A_RACES = runs_for_false_zero(S4A_LOW_RATE)     # 454
 S4B_LOW_RATE = 0.10
 S4B_RACES = runs_for_false_zero(S4B_LOW_RATE)     # 132
 S4A_SCALE_CAP, S4B_SCALE_CAP = 0.1, 0.5
-PAIRS = 16                                        # races per run (one reset)
-S4A_RUNS, S4B_RUNS = -(-S4A_RACES // PAIRS), -(-S4B_RACES // PAIRS)     # 29, 9
-S4A_ORDERS, S4B_ORDERS = f"pairs={PAIRS},pair_gap_ms=500", f"pairs={PAIRS},pair_gap_ms=300"
+MAX_PAIRS = 32                                    # races per run (one reset) at most
+
+
+def _runs_and_pairs(races: int) -> tuple[int, int]:
+    """The fewest runs of at most MAX_PAIRS races that hold `races`, the races spread evenly."""
+    runs = -(-races // MAX_PAIRS)
+    return runs, -(-races // runs)
+
+
+S4A_RUNS, S4A_PAIRS = _runs_and_pairs(S4A_RACES)     # 15 runs of 31 orders (465 races)
+S4B_RUNS, S4B_PAIRS = _runs_and_pairs(S4B_RACES)     # 5 runs of 27 orders (135 races)
+S4A_ORDERS, S4B_ORDERS = f"pairs={S4A_PAIRS},pair_gap_ms=500", f"pairs={S4B_PAIRS},pair_gap_ms=300"
 
 STEADY_PRODUCER = "timeout_ms=20000"   # 2 s after the 0.1 scale: no spurious publish retries
 SHORT_JOB = "created_ms=100"           # the cost is spent after the lock: it does not decide the race
@@ -93,33 +109,34 @@ def _scale(options, cap: float) -> float:
     return min(options.time_scale, cap)
 
 
-@pytest.mark.slow(seconds=S4A_RUNS * 1.2)    # the longest test of the suite: started first (conftest.py)
+@pytest.mark.slow(seconds=S4A_RUNS * 2.4)    # the longest test of the suite: started first (conftest.py)
 def test_s4a_wrong_rate_is_above_zero(chaos_cell, chaos_options, record_property):
     cell = chaos_cell(f"s4a:{STEADY_PRODUCER},{SHORT_JOB},{S4A_ORDERS}", runs=S4A_RUNS, fixed_runs=True,
                       time_scale=_scale(chaos_options, S4A_SCALE_CAP), expected=False).result
-    rate = _race_rate(cell, S4A_RACES)
+    rate = _race_rate(cell, S4A_RACES, S4A_PAIRS)
     print(f"S4a wrong rate per race: {rate}; wrong runs {cell.counts.wrong_final_state_runs}/{cell.run_count}; "
           f"releases that found the lock expired: {cell.counts.releases_failed}")
     record_property("s4a_wrong_rate", str(rate))
     assert rate.k > 0, f"S4a never went wrong in {rate.n} races: {rate}"
 
 
-def _race_rate(cell, races: int):
-    """Wrong orders of all the cell's races, after what a lock guarantees whatever the race:
-    nothing lost, nothing applied twice, every event handled, at least `races` races run."""
+def _race_rate(cell, races: int, pairs: int):
+    """Wrong orders of all the cell's races (`pairs` per run), after what a lock guarantees
+    whatever the race: nothing lost, nothing applied twice, every event handled, at least
+    `races` races run."""
     c = cell.counts
     assert cell.verdict != "unknown", cell.unknown_reasons[:3]
-    orders = PAIRS * cell.run_count
+    orders = pairs * cell.run_count
     assert orders >= races, f"{orders} races, the false-zero bound needs {races}"
     assert c.lost == 0 and c.duplicated == 0 and c.handled == c.published == 2 * orders, c
     return wilson(c.wrong_keys, orders)
 
 
-@pytest.mark.slow(seconds=S4B_RUNS * 3.0)
+@pytest.mark.slow(seconds=S4B_RUNS * 6.0)
 def test_s4b_wrong_about_half(chaos_cell, chaos_options, record_property):
     cell = chaos_cell(f"s4b:{STEADY_PRODUCER},{SHORT_JOB},{S4B_ORDERS}", runs=S4B_RUNS, fixed_runs=True,
                       time_scale=_scale(chaos_options, S4B_SCALE_CAP), expected=False).result
-    rate = _race_rate(cell, S4B_RACES)
+    rate = _race_rate(cell, S4B_RACES, S4B_PAIRS)
     print(f"S4b wrong rate per race: {rate}; wrong runs {cell.counts.wrong_final_state_runs}/{cell.run_count}")
     record_property("s4b_wrong_rate", str(rate))
     assert rate.k > 0, f"S4b never went wrong in {rate.n} races: {rate}"

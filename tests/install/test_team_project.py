@@ -62,11 +62,11 @@ def team_venv(chaos_wheel, shared_once):
         team = where / "team-project"
         shutil.copytree(TEAM, team, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info", "build"))
         done = subprocess.run([str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check",
-                               str(chaos_wheel)],
+                               "--no-compile", str(chaos_wheel)],
                               capture_output=True, text=True, timeout=900, env=clean_env(python.parent.parent))
         assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
         done = subprocess.run([str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check",
-                               "--no-build-isolation", str(team)],
+                               "--no-compile", "--no-build-isolation", str(team)],
                               capture_output=True, text=True, timeout=900, env=clean_env(python.parent.parent))
         assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
         return {"python": str(python), "where": str(where), "before": list(before)}

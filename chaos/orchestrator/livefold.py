@@ -33,7 +33,7 @@ from chaos.workload.progress import ProgressWatch
 
 LAG_S = 1.0       # an op is folded once every file read to its end was read this much after it
 BUDGET_S = 0.05   # the fold's CPU time per poll, at most about (then the phases' conditions are asked again)
-CHUNK_BYTES = 1 << 20   # read at a time from one file (about 4,000 lines)
+CHUNK_BYTES = 1 << 18   # read at a time from one file (about 1,000 lines: a few ms of the budget)
 INF = float("inf")
 
 

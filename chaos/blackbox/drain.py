@@ -12,7 +12,6 @@ import time
 from collections.abc import Callable
 
 from chaos.blackbox.counts import NO_PROGRESS, NOBODY_LEFT, SETTLED
-from chaos.blackbox.redis_state import StreamState
 from chaos.orchestrator import wait
 
 SETTLE_S = 0.6  # effects unchanged this long, with nothing pending or undelivered: drained
@@ -20,14 +19,15 @@ ROUND_S = 0.1   # between two looks (each reads the stream state and the effects
 
 
 class DrainProgress:
-    """The drain as the wait sees it (`wait.Progress`): each `poll` reads the stream state and
-    counts the effects. A new low of the backlog is a useful op; `progress_at` is the last new
-    effect or new low (None if none), `drained_at` the last look."""
+    """The drain as the wait sees it (`wait.Progress`): each `poll` counts the entries pending or
+    undelivered (`read_outstanding`, None when Redis did not answer: the last count stands) and
+    the effects; neither reads a payload or an effect row, every ROUND_S over the whole drain.
+    A new low of the backlog is a useful op; `progress_at` is the last new effect or new low
+    (None if none), `drained_at` the last look."""
 
-    def __init__(self, read_state: Callable[[], StreamState | None], count_effects: Callable[[], int]) -> None:
-        self.read_state, self.count_effects = read_state, count_effects
+    def __init__(self, read_outstanding: Callable[[], int | None], count_effects: Callable[[], int]) -> None:
+        self.read_outstanding, self.count_effects = read_outstanding, count_effects
         now = time.monotonic()
-        self.state = StreamState()
         self.seen, self.still_since = -1, now
         self.least: int | None = None
         self.outstanding = 0
@@ -36,14 +36,15 @@ class DrainProgress:
         self.drained_at = 0.0
 
     def poll(self) -> None:
-        self.state = self.read_state() or self.state
+        outstanding = self.read_outstanding()
         n = self.count_effects()
         now = time.monotonic()
         if n != self.seen:
             if self.seen >= 0:
                 self.progress_at = now
             self.seen, self.still_since = n, now
-        self.outstanding = len(self.state.pending) + len(self.state.undelivered)
+        if outstanding is not None:
+            self.outstanding = outstanding
         if self.least is None or self.outstanding < self.least:
             if self.least is not None:
                 self.progress_at = now

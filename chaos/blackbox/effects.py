@@ -143,6 +143,11 @@ class EffectRecorder:
             f"ORDER BY c.commit_seq, e.seq").fetchall()
         return [Effect(*r[:6], _int_or_none(r[6]), r[7], r[8], r[9]) for r in rows]
 
+    def count(self) -> int:
+        """How many effects `read` would return (the drain's look: no rows fetched)."""
+        return int(self.conn.execute(
+            f"SELECT count(*) FROM {SCHEMA}.effects e JOIN {SCHEMA}.commits c USING (txid)").fetchone()[0])
+
     def remove(self) -> None:
         """Drop the triggers and the framework's schema; safe to call twice."""
         self.conn.execute("SET lock_timeout = '10s'")

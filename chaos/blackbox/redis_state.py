@@ -63,6 +63,18 @@ def read_stream_state(r: Any, stream: str, group: str, encoder: EncoderSpec,
     return state
 
 
+def outstanding(r: Any, stream: str, group: str) -> int:
+    """len(pending) + len(undelivered) of `read_stream_state`, without reading or decoding the
+    payloads: the PEL's size and the entries after the group's last-delivered id."""
+    if not r.exists(stream):
+        return 0
+    info = {_text(g["name"]): g for g in r.xinfo_groups(stream)}.get(group)
+    if info is None:
+        return int(r.xlen(stream))
+    last = _text(info["last-delivered-id"])
+    return int(info["pending"]) + len(r.xrange(stream, min=f"({last}", max="+"))
+
+
 def _after(entry_id: str, last: str) -> bool:
     a, b = (tuple(int(x) for x in i.split("-")) for i in (entry_id, last))
     return a > b

@@ -39,7 +39,7 @@ from chaos.blackbox.effects import EffectRecorder, schema_fingerprint
 from chaos.blackbox.errors import ConfigError, WorkerError
 from chaos.blackbox.events import intended_events, poison_events
 from chaos.blackbox.producer import PRODUCER, FrameworkProducer
-from chaos.blackbox.redis_state import StreamState, read_stream_state
+from chaos.blackbox.redis_state import StreamState, outstanding, read_stream_state
 from chaos.blackbox.verdict import (OBSERVER, BlackBoxRun, check_blackbox_run, final_rows,
                                     wall_to_monotonic)
 from chaos.blackbox.workers import WorkerPool, parse_command
@@ -354,14 +354,24 @@ class _Run:
                 self.reasons.append(f"could not read the final Redis state: {exc}")
             return None
 
+    def _outstanding(self) -> int | None:
+        """Entries pending or undelivered now (None: Redis did not answer)."""
+        cfg = self.config
+        try:
+            with raw_redis(self.cluster) as r:
+                return outstanding(r, cfg.worker.stream, cfg.worker.group)
+        except Exception:  # noqa: BLE001 - Redis unreachable for a moment: the last count stands
+            return None
+
     def _drain(self, events: list[Any]) -> StreamState:
         """The drain (chaos/blackbox/drain.py); sets ``drain_end`` (why it ended), ``progress_at``
-        (the last new effect or new low seen, None if none) and ``drained_at``."""
-        progress = DrainProgress(lambda: self._stream_state(events, final=False), lambda: len(self.recorder.read()))
+        (the last new effect or new low seen, None if none) and ``drained_at``; the state it
+        ended on (the judge's fallback if Redis does not answer then)."""
+        progress = DrainProgress(self._outstanding, self.recorder.count)
         self.drain_end = drain(progress, lambda: any(w.alive() for w in self.pool.workers),
                                self.config.worker.drain_s, self._check_rig)
         self.progress_at, self.drained_at = progress.progress_at, progress.drained_at
-        return progress.state
+        return self._stream_state(events, final=False) or StreamState()
 
     def _stop_processes(self) -> None:
         self.producer.stop()

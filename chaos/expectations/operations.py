@@ -101,18 +101,25 @@ DELETE_DEAD = "delete-consumer:target=C1,after_entries=10,at_ms=0"
 DELETE_ALIVE = "delete-consumer:when=alive,target=C1,after_entries=10,at_ms=0"
 PEL_DROPPED = satisfies(lambda c: c.counts.lost >= 1 and _kind(c, "pel-dropped") == c.counts.lost,
                         "lost >= 1, every lost event pel-dropped")
+# The deletion applies no event twice. The retrying producer may: a publish whose reply took longer
+# than its 250 ms timeout (a loaded box) is retried and lands as a second entry, which a plain
+# UPDATE applies again (measured beside two CPU hogs, load ~25: 1 run of 16, e4-1's first reply
+# timed out, both entries applied: duplicated 1, projection_drift 1). Such copies are the
+# producer's, counted in duplicate_entries; a copy of one entry (what the deletion could cause)
+# is not, and fails the row.
+NO_COPY = satisfies(lambda c: max(c.counts.duplicated, c.counts.projection_drift) <= c.counts.duplicate_entries,
+                    "duplicated, projection_drift <= duplicate_entries (an event applied twice only when the "
+                    "producer published it twice)")
 
 DELETE: list[Cell] = [
-    Cell("baseline", (DELETE_DEAD,), RUN_COUNT, dict(dropped_pel=PEL_DROPPED, duplicated=eq(0), projection_drift=eq(0)),
-         parts={"workload": BUSY},
+    Cell("baseline", (DELETE_DEAD,), RUN_COUNT, dict(dropped_pel=PEL_DROPPED, no_copy=NO_COPY), parts={"workload": BUSY},
          note="redis/redis#9745: C1 killed and deleted by a clean-up script: the entry it held is never "
               "claimed (measured 1 a run)"),
     Cell("baseline", ("kill-consumer:target=C1,after_entries=10,at_ms=0",), RUN_COUNT,
          dict(lost=eq(0), indeterminate=eq(0), pending_left=eq(0)),
          parts={"workload": BUSY},
          note="the same kill without the deletion: the survivor claims C1's entry in the drain"),
-    Cell("baseline", (DELETE_ALIVE,), RUN_COUNT, dict(lost=eq(0), indeterminate=eq(0), duplicated=eq(0),
-                                                      projection_drift=eq(0)),
+    Cell("baseline", (DELETE_ALIVE,), RUN_COUNT, dict(lost=eq(0), indeterminate=eq(0), no_copy=NO_COPY),
          parts={"workload": BUSY},
          note="ThreeDotsLabs/watermill-redisstream#24: deleted while it works, C1 finishes its entry "
               "(its XACK matches nothing) and its next read makes it again: nothing lost"),

@@ -51,7 +51,8 @@ RUN_COUNT = 2
 # at 0.25 (125 and 250 ms) a loaded run (load ~15, 310 ms from the kill to the promotion) gave
 # up on 84 events (published 166, the row asks for >= 200).
 TIME_SCALE = 0.5
-WAIT_PRESET = "s1:wait_replicas=1,wait_ms=25"  # 25 ms: at most ~20 publishes fit in the 500 ms hold
+WAIT_MS = 25
+WAIT_PRESET = f"s1:wait_replicas=1,wait_ms={WAIT_MS}"  # 25 ms: at most ~20 publishes fit in the 500 ms hold
 # The producer reorder a guard that rejects copies but not older versions writes (reordered >= 1),
 # per run: measured at TIME_SCALE with `python -m chaos run --preset P --part workload=<WORKLOAD>
 # --fault <FAULT> --runs 16 --time-scale 0.5 --json`, seeds 7000 and 9000 beside two CPU hogs

@@ -9,18 +9,21 @@ What a failover takes back is read on both servers while the link is held, not h
 after the replica's last byte come back (delivered again), and acked entries the replica
 never got that no consumer had read are gone (lost). A fault given ``until`` keeps the link
 held until what it names is there (``hold_until``), and records the figures in its ``kill``
-op, where the ``took-back`` effect (faults.effects) looks for them.
+op, where the ``took-back`` effect (faults.effects) looks for them. With ``at=before_publish``
+the hold starts while the producer waits at its failpoint (``publish_failpoint`` arms it,
+``hold_at_publish`` puts the hold on and resumes it); sentinel-failover holds the same way.
 """
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, Callable, TypeVar
 
 from chaos.params import Param
 from faults.effects import DIED_MID_WORK, TOOK_BACK, took_back_met
 from faults.helpers import ToxicSet, raise_if, wait_for_entries, workload_streams
 from faults.interface import Fault, FaultContext, FaultError
 
+T = TypeVar("T")
 PROBE_KEY = "chaos:replication-probe"
 COUNT_CAP = 10000          # entries counted per stream and kind (a figure, not a bound)
 POLL_MS = 5                # how often hold_until reads both servers
@@ -80,6 +83,25 @@ def confirm_replicating(cluster: Any, timeout_s: float = 5.0, fault: str = "prom
             raise FaultError(f"{fault}: a write on the primary did not reach the replica in "
                              f"{timeout_s} s; replication info: {cluster.replication_info()}")
         time.sleep(0.002)
+
+
+def publish_failpoint(at: str, target: str, after_entries: int) -> dict[str, dict[str, dict]]:
+    """For ``at=before_publish``: the producer ``target`` signals at its before_publish failpoint
+    after ``after_entries`` publishes, once (a failover fault's `failpoints()`); else none."""
+    if at != "before_publish":
+        return {}
+    return {target: {"before_publish": {"action": "signal", "after": after_entries, "count": 1}}}
+
+
+def hold_at_publish(ctx: FaultContext, wait_ms: float, hold: Callable[[], T]) -> T:
+    """Wait (up to ``wait_ms``, unscaled) for the producer stopped at its before_publish failpoint,
+    put the hold on (``hold()``, its answer returned) and resume the producer whatever happens:
+    it still has publishes to make into the hold."""
+    producer, _ = ctx.wait_failpoint("before_publish", wait_ms)
+    try:
+        return hold()
+    finally:
+        ctx.resume(producer)
 
 
 def _id(entry_id: str) -> tuple[int, int]:

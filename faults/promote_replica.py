@@ -19,7 +19,8 @@ import time
 
 from chaos.errors import BadArguments
 from chaos.params import Param
-from faults.failover_steps import UNTIL_PARAMS, FailoverFault, replica_offset, replication_offsets
+from faults.failover_steps import (UNTIL_PARAMS, FailoverFault, hold_at_publish, publish_failpoint, replica_offset,
+                                   replication_offsets)
 from faults.helpers import raise_if
 from faults.interface import FaultContext
 
@@ -60,20 +61,14 @@ class PromoteReplica(FailoverFault):
         super().validate()
 
     def failpoints(self) -> dict[str, dict[str, dict]]:
-        if self.at != "before_publish":
-            return {}
-        return {self.target: {"before_publish": {"action": "signal", "after": self.after_entries, "count": 1}}}
+        return publish_failpoint(self.at, self.target, self.after_entries)
 
     def run(self, ctx: FaultContext) -> None:
         if not self.armed(ctx):
             self.arm(ctx)
         link = self.failover.link(required=self.hold != "none")
         if self.at == "before_publish":
-            producer, _ = ctx.wait_failpoint("before_publish", self.wait_ms)
-            try:
-                held_at, settled = self._hold(ctx, link)
-            finally:
-                ctx.resume(producer)
+            held_at, settled = hold_at_publish(ctx, self.wait_ms, lambda: self._hold(ctx, link))
         else:
             waited = self.failover.wait_for_workload(ctx, self.after_entries, self.wait_ms, self.at_ms)
             if waited is not None:

@@ -7,7 +7,16 @@ notice). Then, by ``mode``:
 
 * ``partition`` (the default): cut the primary's proxy, the one every client and
   Sentinel reaches it through; it keeps running and, unless held, keeps replicating what
-  it had, so nothing acknowledged is lost: what clients meet is the detection time;
+  it had, so nothing acknowledged is lost: what clients meet is the detection time.
+  When the cut heals (``rejoin``) the old primary is still a primary until Sentinel
+  demotes it (about 1 s on a loaded box); a client told its address before the switch
+  (one loaded run: the producer asked just before the switch and connected just after
+  the heal) writes there, and the demotion drops those writes: Redis Sentinel's split
+  brain. With ``fence`` (the default) the old primary gets ``min-replicas-to-write 1``
+  (Redis's documented guard) before the heal, once it counts no good replica (its replica
+  was promoted and left), so it refuses every write (NOREPLICAS) until it is demoted and
+  nothing acknowledged is lost by construction; ``fence=0`` leaves it open, and the stop
+  record counts what it took after the heal (``acked_after_heal``, all dropped);
 * ``kill``: SIGKILL the primary; what was still on its way to the replica is lost;
 * ``manual``: ``SENTINEL FAILOVER``, as an operator would; the old primary keeps taking
   writes until Sentinel demotes it (redis/redis#6062).
@@ -41,7 +50,7 @@ from typing import Any
 from chaos.errors import BadArguments
 from chaos.params import Param
 from faults.effects import DIED_MID_WORK, TOOK_BACK
-from faults.failover_steps import UNTIL_PARAMS, KillAndPromote, replica_offset
+from faults.failover_steps import UNTIL_PARAMS, KillAndPromote, hold_at_publish, publish_failpoint, replica_offset
 from faults.helpers import raise_if, wait_for_entries, workload_streams
 from faults.interface import Fault, FaultContext, FaultError
 
@@ -90,6 +99,10 @@ class SentinelFailover(Fault):
               f"unreachable before a Sentinel judges it down (scaled, not below {MIN_DOWN_AFTER_MS} ms)"),
         Param("rejoin", True, "the old primary comes back (kill: restarted empty; partition: the cut "
               "heals) and Sentinel demotes it; manual always keeps it", kind=bool),
+        Param("fence", True, "partition with rejoin: before the cut heals, the old primary gets "
+              "min-replicas-to-write 1 and the fault waits until it counts no good replica, so it refuses "
+              "writes until Sentinel demotes it (0: it takes them, and the demotion drops them; counted as "
+              "acked_after_heal)", kind=bool),
         Param("elect_timeout_ms", 15000, "how long Sentinel may take to promote; past it the run is unknown"),
         Param("wait_ms", 30000, "how long to wait for after_entries (unscaled)"),
         *UNTIL_PARAMS,
@@ -112,9 +125,7 @@ class SentinelFailover(Fault):
             self.effect = TOOK_BACK
 
     def failpoints(self) -> dict[str, dict[str, dict]]:
-        if self.at != "before_publish":
-            return {}
-        return {self.target: {"before_publish": {"action": "signal", "after": self.after_entries, "count": 1}}}
+        return publish_failpoint(self.at, self.target, self.after_entries)
 
     # -- lifecycle ---------------------------------------------------------------------------
     def arm(self, ctx: FaultContext) -> None:
@@ -126,6 +137,8 @@ class SentinelFailover(Fault):
         self.armed_for = id(ctx)
         self.old = self.new = ""
         self.killed = self.promoted = False
+        self.after_heal = 0
+        self.fenced: tuple[Any, str] | None = None
         self.down_after_s = max(ctx.scale(self.down_after_ms), MIN_DOWN_AFTER_MS / 1000)
         cluster.set_down_after(round(self.down_after_s * 1000))
         voters = _voters_only(cluster)
@@ -140,11 +153,7 @@ class SentinelFailover(Fault):
         cluster = ctx.cluster
         link = cluster.links["replication"]
         if self.at == "before_publish":
-            producer, _ = ctx.wait_failpoint("before_publish", self.wait_ms)
-            try:
-                held_at, settled = self._hold(ctx, link)
-            finally:
-                ctx.resume(producer)
+            held_at, settled = hold_at_publish(ctx, self.wait_ms, lambda: self._hold(ctx, link))
         else:
             if self.after_entries:
                 self.report["entries_wait_s"] = round(
@@ -182,14 +191,20 @@ class SentinelFailover(Fault):
             # every Sentinel names the new primary before the old one can be reached again: one that
             # still named it (a voter learns the switch from the others' hello) sent a client there
             self.report["switched_s"] = _await_switched(cluster, self.new, acted_at, self._elect_s(ctx))
+            healed: dict[str, str] | None = None
             if self.mode == "kill":
                 cluster.restart_node(self.old)
             elif self.mode == "partition":
+                if self.fence:
+                    self.fenced = (old_client, _fence(old_client, self._elect_s(ctx), self.old))
+                    self.report["fenced_s"] = round(time.monotonic() - acted_at, 4)
+                healed = _last_ids(old_client)
                 raise_if(self.toxics.remove_all(), self.name)
-            self.report["demote_s"] = self._await_demotion(ctx, acted_at, old_client, replica_last)
+            self.report["demote_s"] = self._await_demotion(ctx, acted_at, old_client, replica_last, healed)
+            self._unfence()
         self.report.update({
             "held_s": round(acted_at - held_at, 4),
-            "acked_after_sync": self.beyond,
+            "acked_after_sync": self.beyond, "acked_after_heal": self.after_heal,
             "old_primary": self.old, "new_primary": self.new,
             "new_primary_address": str(cluster.node_address(self.new)),
             "failed_over": True,
@@ -218,6 +233,10 @@ class SentinelFailover(Fault):
         if getattr(self, "armed_for", None) != id(ctx):
             return
         errors = self.toxics.remove_all()
+        try:
+            self._unfence()
+        except Exception as exc:  # noqa: BLE001
+            errors.append(f"min-replicas-to-write back on node {self.old}: {exc}")
         if self.killed and not self.promoted and ctx.cluster.node_role(self.old) == "down":
             try:
                 ctx.cluster.restart_node(self.old)
@@ -265,9 +284,17 @@ class SentinelFailover(Fault):
                                  f"they name {address}); Sentinel logs:\n{cluster.sentinel_logs()}")
             time.sleep(POLL_S)
 
+    def _unfence(self) -> None:
+        """Put the old node's min-replicas-to-write back (a replica by now: it ignores it anyway)."""
+        if self.fenced is not None:
+            client, before = self.fenced
+            self.fenced = None
+            client.config_set("min-replicas-to-write", before)
+
     def _await_demotion(self, ctx: FaultContext, acted_at: float, old_client: Any,
-                        replica_last: dict[str, str]) -> float:
-        """Until the old primary is a replica of the new one (Sentinel's +convert-to-slave)."""
+                        replica_last: dict[str, str], healed: dict[str, str] | None = None) -> float:
+        """Until the old primary is a replica of the new one (Sentinel's +convert-to-slave); counts
+        the entries it took after the cut healed (`healed`: its last entries then), all dropped."""
         cluster = ctx.cluster
         deadline = time.monotonic() + self._elect_s(ctx)
         while True:
@@ -276,6 +303,8 @@ class SentinelFailover(Fault):
                 return round(time.monotonic() - acted_at, 4)
             if role == "master" and self.mode != "kill":
                 self.beyond = max(self.beyond, _beyond(old_client, replica_last, quiet=True))
+                if healed is not None:
+                    self.after_heal = max(self.after_heal, _beyond(old_client, healed, quiet=True))
             if time.monotonic() > deadline:
                 raise FaultError(f"sentinel-failover ({self.mode}): Sentinel did not demote the old primary "
                                  f"(node {self.old}, role {role}) within {self._elect_s(ctx):.1f} s; "
@@ -300,6 +329,27 @@ def _await_switched(cluster: Any, new: str, acted_at: float, limit_s: float) -> 
         if time.monotonic() > deadline:
             raise FaultError(f"sentinel-failover: the Sentinels name {named} as the primary {limit_s:.1f} s after "
                              f"the promotion of {new} ({want}); Sentinel logs:\n{cluster.sentinel_logs()}")
+        time.sleep(POLL_S)
+
+
+def _fence(client: Any, limit_s: float, node: str) -> str:
+    """min-replicas-to-write 1 on the cut old primary (Redis's documented guard against a split
+    brain), then wait until it counts no good replica (its replica was promoted and left): from
+    then on it refuses every write (NOREPLICAS) until Sentinel demotes it. Returns the setting
+    it had (put back once it is a replica)."""
+    key = "min-replicas-to-write"
+    before = str(client.config_get(key).get(key, "0"))
+    client.config_set(key, 1)
+    deadline = time.monotonic() + limit_s
+    while True:
+        good = client.info("replication").get("min_slaves_good_slaves")
+        if good is not None and int(good) == 0:
+            return before
+        if time.monotonic() > deadline:
+            client.config_set(key, before)
+            raise FaultError(f"sentinel-failover: the old primary (node {node}) still counts {good} good "
+                             f"replica(s) {limit_s:.1f} s after min-replicas-to-write 1, so it would take "
+                             f"writes once the cut heals: {client.info('replication')}")
         time.sleep(POLL_S)
 
 
@@ -340,11 +390,18 @@ def _last_ids(client: Any) -> dict[str, str]:
     return out
 
 
-def _beyond(client: Any, replica_last: dict[str, str], quiet: bool = False) -> int:
-    """Entries on the (old) primary past the replica's last entry of each stream."""
+def _beyond(client: Any, since: dict[str, str], quiet: bool = False) -> int:
+    """Entries on the (old) primary past `since` (each stream's last entry then), read in one
+    transaction with its role: 0 once it is a replica (what it holds then is the new primary's,
+    synced: counted apart from its role, a loaded run counted 8 such entries as taken after the heal)."""
     try:
-        return sum(len(client.xrange(s, min=f"({replica_last.get(s, '0-0')}", max="+"))
-                   for s in workload_streams(client))
+        streams = workload_streams(client)
+        pipe = client.pipeline(transaction=True)
+        pipe.execute_command("ROLE")
+        for stream in streams:
+            pipe.xrange(stream, min=f"({since.get(stream, '0-0')}", max="+")
+        role, *ranges = pipe.execute()
+        return sum(len(r) for r in ranges) if str(role[0]) == "master" else 0
     except Exception:  # noqa: BLE001 - a dead or demoted node has nothing to count
         if quiet:
             return 0

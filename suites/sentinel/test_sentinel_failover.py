@@ -7,9 +7,15 @@ nightly through `python -m chaos matrix --area sentinel --topology sentinel`).
 """
 from __future__ import annotations
 
+import threading
+import time
 from collections import Counter
+from typing import Any
 
 import pytest
+import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
 
 from chaos.cellrun import CellRun
 from chaos.expectations.sentinel import CI_CELLS, FAULT_NAME, HELD, PARTITION, REPLAY_5433
@@ -58,7 +64,8 @@ def test_sentinel_cell(cell, chaos_cell) -> None:
     outcome = chaos_cell(cell, check=False)
     runs = range(len(outcome.histories))
     stops = [promotion(outcome, run) for run in runs]
-    timings = [{k: v.get(k) for k in ("detect_s", "promote_s", "demote_s", "acked_after_sync", "took_back")
+    timings = [{k: v.get(k) for k in ("detect_s", "promote_s", "fenced_s", "demote_s", "acked_after_sync",
+                                      "acked_after_heal", "took_back")
                 if k in v} for _, v in stops]
     again = [read_again(outcome, run, at) for run, (at, _) in zip(runs, stops)]
     figures = (f"{outcome.figures()}; per run: {timings}; read again through > {again}; "
@@ -67,6 +74,10 @@ def test_sentinel_cell(cell, chaos_cell) -> None:
         assert stop["new_primary_address"] in told(outcome, run), (
             f"run {run}: no worker was told the new primary {stop['new_primary_address']} by Sentinel "
             f"(told {told(outcome, run)}): {figures}")
+    for run, (_, stop) in zip(runs, stops):
+        if stop.get("fenced_s") is not None:
+            # the fenced old primary refused every write from the heal to its demotion (NOREPLICAS)
+            assert stop["acked_after_heal"] == 0, f"run {run}: the fenced old primary took writes: {figures}"
     if cell is REPLAY_5433:
         # redis/redis#5433: entries read and acknowledged on the old primary come back as NEW entries
         assert sum(again) >= 1, f"no acknowledged entry came back through >: {figures}"
@@ -76,9 +87,67 @@ def test_sentinel_cell(cell, chaos_cell) -> None:
 
 def test_a_failover_after_the_workload_ended_makes_the_run_unknown(chaos_reset_cluster) -> None:
     """s1's two events are acked long before the primary is cut: the failover met no work in
-    flight (its declared effect, faults/effects.py), so the run tested nothing and is unknown."""
+    flight (its declared effect, faults/effects.py), so the run tested nothing and is unknown.
+    "After the workload" is a condition (faults.helpers.once_settled: both events read and acked),
+    then at_ms as before: the 750 ms alone fell inside a loaded run's workload once (beside two
+    CPU hogs, load ~18: the cut met work in flight, verdict invalid)."""
     from chaos.run import run_cell
-    cell = run_cell(chaos_reset_cluster, "s1", [f"{FAULT_NAME}:after_entries=1,at_ms=3000"], runs=1,
-                    time_scale=0.25, keep_runs="never")
+    from faults.helpers import once_settled
+    from faults.registry import get_fault
+    fault = once_settled(get_fault(f"{FAULT_NAME}:after_entries=1,at_ms=3000"), events=2)
+    cell = run_cell(chaos_reset_cluster, "s1", [fault], runs=1, time_scale=0.25, keep_runs="never")
     assert cell.verdict == "unknown", (cell.verdict, cell.unknown_reasons)
     assert any(f"fault {FAULT_NAME} missed the workload" in r for r in cell.unknown_reasons), cell.unknown_reasons
+
+
+def pinned_writer_failover(cluster: Any, fence: bool) -> tuple[list[str], Counter, dict]:
+    """A partition failover with rejoin while a writer pinned to the old primary's address (a
+    client told it just before the switch) writes every 5 ms throughout: (its acknowledged writes
+    the new primary does not hold, its refusals by kind, the fault's stop record)."""
+    from faults.local import FaultThread, LocalContext
+    from faults.registry import get_fault
+    old = cluster.node_address(cluster.primary_id())
+    writer = redis.Redis(host=old.host, port=old.port, socket_timeout=0.5, socket_connect_timeout=0.5,
+                         decode_responses=True, protocol=2, retry=Retry(NoBackoff(), 0))
+    acked: list[str] = []
+    refused: Counter = Counter()
+    stop = threading.Event()
+
+    def write() -> None:
+        while not stop.is_set():
+            try:
+                acked.append(writer.xadd("pinned", {"n": len(acked)}))
+            except redis.ReadOnlyError:            # demoted
+                refused["READONLY"] += 1
+            except redis.ResponseError as exc:     # NOREPLICAS (fenced)
+                refused[str(exc).split(" ", 1)[0]] += 1
+            except redis.RedisError as exc:        # the cut (connection refused or reset)
+                refused[type(exc).__name__] += 1
+            time.sleep(0.005)
+
+    thread = threading.Thread(target=write, daemon=True)
+    thread.start()
+    ctx = LocalContext(cluster)
+    try:
+        with FaultThread(get_fault(f"{FAULT_NAME}:after_entries=0,at_ms=200,fence={int(fence)}"), ctx):
+            pass
+    finally:
+        stop.set()
+        thread.join(5)
+        writer.close()
+    kept = {entry for entry, _ in cluster.direct_redis("primary").xrange("pinned")}
+    return [e for e in acked if e not in kept], refused, ctx.ops[-1]["value"]
+
+
+def test_a_writer_told_the_old_address_loses_nothing_to_the_fenced_old_primary(chaos_reset_cluster) -> None:
+    """Redis Sentinel's split brain after a partition, forced: the cut heals while the old primary
+    is still a primary (Sentinel demotes it up to a second later under load) and a writer pinned to
+    its address is there to write. Fenced (the default), it refuses every write from the heal to its
+    demotion, so every write it acknowledged is on the new primary. (Unfenced, `fence=0`, the same
+    writer's writes in that window are acknowledged and dropped: docs/failover.md.)"""
+    lost, refused, stop = pinned_writer_failover(chaos_reset_cluster, fence=True)
+    timings = {k: stop.get(k) for k in ("promote_s", "switched_s", "fenced_s", "demote_s", "acked_after_heal")}
+    figures = f"lost {len(lost)}, refused {dict(refused)}, fault {timings}"
+    assert stop.get("fenced_s") is not None, f"the old primary was never fenced: {figures}"
+    assert not lost and stop["acked_after_heal"] == 0, f"the fenced old primary took writes: {figures}"
+    print(figures)

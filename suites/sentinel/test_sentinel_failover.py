@@ -90,12 +90,14 @@ def test_a_failover_after_the_workload_ended_makes_the_run_unknown(chaos_reset_c
     flight (its declared effect, faults/effects.py), so the run tested nothing and is unknown.
     "After the workload" is a condition (faults.helpers.once_settled: both events read and acked),
     then at_ms as before: the 750 ms alone fell inside a loaded run's workload once (beside two
-    CPU hogs, load ~18: the cut met work in flight, verdict invalid)."""
+    CPU hogs, load ~18: the cut met work in flight, verdict invalid). Sentinel's election does not
+    follow the run's time scale: at 0.25 its 15 s limit was 3.8 s, and a loaded Sentinel had not
+    promoted by then (load ~15: elected 2.6 s after the cut); 25 s at 0.5 gives it 12.5 s."""
     from chaos.run import run_cell
     from faults.helpers import once_settled
     from faults.registry import get_fault
-    fault = once_settled(get_fault(f"{FAULT_NAME}:after_entries=1,at_ms=3000"), events=2)
-    cell = run_cell(chaos_reset_cluster, "s1", [fault], runs=1, time_scale=0.25, keep_runs="never")
+    fault = once_settled(get_fault(f"{FAULT_NAME}:after_entries=1,at_ms=1500,elect_timeout_ms=25000"), events=2)
+    cell = run_cell(chaos_reset_cluster, "s1", [fault], runs=1, time_scale=0.5, keep_runs="never")
     assert cell.verdict == "unknown", (cell.verdict, cell.unknown_reasons)
     assert any(f"fault {FAULT_NAME} missed the workload" in r for r in cell.unknown_reasons), cell.unknown_reasons
 

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 import psycopg
 
 from chaos.events import Event
+from chaos.workload import planfile
 from chaos.strategies.outbox_relay import (  # noqa: F401 - the contract, used here and by tests
     OUTBOX_TABLE, SOURCE_TABLE, WRITER_ROLE, has_schema, unpublished_count)
 
@@ -180,7 +181,7 @@ def producer_main(env: WorkerEnv) -> int:
     the row may or may not exist; the final outbox decides).
     """
     rollback = set(env.spec.get("rollback") or ())
-    events = sorted((Event.from_plan(e) for e in env.spec["events"]), key=lambda e: e.at_ms)
+    events = sorted((Event.from_plan(e) for e in planfile.rows(env.spec)), key=lambda e: e.at_ms)
     create_schema(env.pg())
     for ev in events:
         if env.stopping:

@@ -31,6 +31,7 @@ from chaos.strategies.delivery.base import GROUP
 from chaos.strategies.part import build
 from chaos.strategies.producers import PRODUCERS
 from chaos.workload.env import WorkerEnv
+from chaos.workload import planfile
 from chaos.workload.link import exchange
 from chaos.events import Event
 
@@ -187,13 +188,15 @@ def _drained(r: redis.Redis, stream: str) -> bool:
 def main(env: WorkerEnv) -> int:
     part = build(PRODUCERS, env.spec["producer"])
     publisher = Publisher(env, part)
+    plan = list(planfile.rows(env.spec))   # (read before t0 as the inline spec was: planfile.py)
     publisher.connect()
     env.await_start()
     delays = part.retry_delays_ms()
     queue: list[tuple[float, int, int, float, Event]] = []  # (due offset ms, seq, attempt, first ms, event)
-    for seq, data in enumerate(env.spec["events"]):
+    for seq, data in enumerate(plan):
         ev = Event.from_plan(data)
         queue.append((ev.at_ms, seq, 1, ev.at_ms, ev))
+    del plan
     heapq.heapify(queue)
     seq = len(queue)
     while queue and not env.stopping:

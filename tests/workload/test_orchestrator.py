@@ -16,6 +16,7 @@ from chaos.errors import BadArguments
 from chaos.expectations.ordering import PAID_FIRST
 from chaos.orchestrator import phases
 from chaos.run import PrimaryRedis, run_cell
+from chaos.workload import planfile
 from chaos.workload.final_state import INTENDED_FILE
 from chaos.workload.forkserver import fork_server
 from faults.helpers import once_settled
@@ -52,6 +53,24 @@ def test_the_planned_events_are_in_a_file_through_the_workload(cluster, monkeypa
     assert seen == [(True, "Planned", 2)]
     assert cell.verdict == "valid" and cell.counts.published == 2, cell.unknown_reasons
     assert not (cell.run_dirs[0] / INTENDED_FILE).exists()
+    shutil.rmtree(cell.run_root)
+
+
+def test_the_producers_read_their_rows_from_a_file_through_the_workload(cluster, monkeypatch):
+    """From the arm on the orchestrator holds no producer plan rows (10^6 events: ~140 MB): each
+    producer plan names its file in the run dir, the producer publishes every event from it, and
+    the file is removed after."""
+    seen = []
+    arm = phases.arm
+
+    def observed(run, producer_plans, *args):
+        seen.extend(sorted(plan.spec) + [Path(plan.spec[planfile.EVENTS_FILE]).exists()] for plan in producer_plans)
+        return arm(run, producer_plans, *args)
+    monkeypatch.setattr(phases, "arm", observed)
+    cell = run_cell(cluster, "s1", runs=1, seed=3, time_scale=0.2, keep_runs="always")
+    assert seen == [[planfile.EVENTS_FILE, "producer", True]]
+    assert cell.verdict == "valid" and cell.counts.published == 2, cell.unknown_reasons
+    assert not list(cell.run_dirs[0].glob(f"*{planfile.SUFFIX}"))
     shutil.rmtree(cell.run_root)
 
 

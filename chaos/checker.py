@@ -21,6 +21,8 @@ from __future__ import annotations
 import sys
 from collections import defaultdict
 from collections.abc import Callable, Iterable
+from itertools import chain
+from typing import Any
 from operator import itemgetter
 
 from chaos.history import HistoryError, HistorySource, paused_gc
@@ -474,13 +476,15 @@ def _check_final_state(top_by_key: dict[str, _Event | None], final_state: dict[s
     counts.wrong_final_state_runs = int(counts.wrong_keys > 0)
 
 
-def _check_projection(projection: dict[str, int], scan: _RunScan, counts: Counts,
+def _check_projection(projection: Any, scan: _RunScan, counts: Counts,
                       anomalies: AnomalyLog) -> None:
     """A projection counter should equal the number of its key's events applied at least once.
     A counter below it is an effect the workers claim and PostgreSQL does not hold
     (`negative_drift`, a violation: the self-report is wrong); above it, an effect applied
     again (`projection_drift` only, as `duplicated` is)."""
-    if not projection:
+    counters = iter(projection.items())   # (a dict, or read a page at a time: PagedProjection)
+    first = next(counters, None)
+    if first is None:
         return
     applied: dict[str, int | None] = {}   # key -> its events applied; None: its counter is not compared
     unprojected = scan.unprojected
@@ -494,7 +498,7 @@ def _check_projection(projection: dict[str, int], scan: _RunScan, counts: Counts
             n = applied.get(key, 0)
             if n is not None:
                 applied[key] = n + 1
-    for key, value in projection.items():
+    for key, value in chain((first,), counters):
         key = str(key)
         expected = applied.get(key, 0)
         if expected is None or key in unprojected:

@@ -57,8 +57,9 @@ def resolve_unknown_applies(events: dict[str, Any], writes_by_key: dict[str, lis
             by_key[ev.key].append(ev)
     if not by_key:
         return
-    projection = {str(k): v for k, v in final.projection.items()}
-    rows = {str(k): v for k, v in final.rows.items()}
+    # (the counters and rows of these keys only: the projection may be read a page at a time)
+    projection = {str(k): v for k, v in final.projection.items() if str(k) in by_key}
+    rows = {str(k): v for k, v in final.rows.items() if str(k) in by_key}
     for key, evs in by_key.items():
         writes = writes_by_key.get(key, [])
         landed = _projection_says(writes, evs, projection.get(key))

@@ -31,9 +31,12 @@ def read_final_state(r: redis.Redis, conn: psycopg.Connection, streams: Iterable
     `stream_entries` reads each stream in pages of PAGE entries while it is iterated (the
     checker does, once), `events` builds each intended event's dict as it is iterated (an
     event planned twice is given twice: the checker keeps the first), so a run of 10^6 events
-    does not hold 2 x 10^6 dicts. PostgreSQL's rows and projection are per key; the PEL, the
-    undelivered tail and the DLQ are read whole (what is left over, not the run)."""
-    final = FinalState(rows=schema.read_rows(conn), projection=schema.read_projection(conn),
+    does not hold 2 x 10^6 dicts, and `projection` reads PostgreSQL's counters a page at a time
+    each time its items are iterated (`PagedProjection`: the checker compares them last).
+    PostgreSQL's rows are per key; the PEL, the undelivered tail and the DLQ are read whole
+    (what is left over, not the run)."""
+    final = FinalState(rows=schema.read_rows(conn),
+                       projection=PagedProjection(conn) if paged else schema.read_projection(conn),
                        outbox=schema.read_outbox(conn))
     streams = list(streams)
     for stream in streams:
@@ -86,6 +89,19 @@ class PagedEntries:
             for page in _pages(self.r, stream, "-"):
                 for eid, event in page:
                     yield {"entry_id": eid, "stream": stream, "event_id": event}
+
+
+class PagedProjection:
+    """PostgreSQL's projection counters as FinalState.projection: `items()` reads them a page at a
+    time on `conn` (the connection the final state was read on; the workers are stopped, so they
+    no longer change), so a run of 10^6 keys does not hold a dict of them beside the checker's
+    records (~40 MB). A read error then is the caller's, as the paged streams' is."""
+
+    def __init__(self, conn: psycopg.Connection) -> None:
+        self.conn = conn
+
+    def items(self) -> Iterator[tuple[str, int]]:
+        return schema.projection_rows(self.conn)
 
 
 class Intended:

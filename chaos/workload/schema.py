@@ -82,7 +82,12 @@ def read_rows(conn: psycopg.Connection) -> dict[str, dict]:
 
 def read_projection(conn: psycopg.Connection) -> dict[str, int]:
     intern = sys.intern   # (the keys the rows and the checker hold: one copy each)
-    return {intern(k): n for k, n in _paged(conn, "SELECT key, count FROM projection")}
+    return {intern(k): n for k, n in projection_rows(conn)}
+
+
+def projection_rows(conn: psycopg.Connection) -> Iterator[tuple[str, int]]:
+    """(key, count) of every projection row, in read_projection's order, a page at a time."""
+    return _paged(conn, "SELECT key, count FROM projection")
 
 
 def read_outbox(conn: psycopg.Connection) -> list[dict]:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import bisect
 import os
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -34,6 +35,7 @@ from chaos.workload.progress import ProgressWatch
 LAG_S = 1.0       # an op is folded once every file read to its end was read this much after it
 BUDGET_S = 0.05   # the fold's CPU time per poll, at most about (then the phases' conditions are asked again)
 CHUNK_BYTES = 1 << 18   # read at a time from one file (about 1,000 lines: a few ms of the budget)
+POLL_S = 0.01     # the fold's thread rests this long when it has caught up
 INF = float("inf")
 
 
@@ -57,9 +59,13 @@ class FoldingWatch(ProgressWatch):
     alongside, or None when the fold was voided (`void` says why)."""
 
     def __init__(self, run_dir: Path, run: int | None = None, lag_s: float = LAG_S,
-                 clock: Callable[[], float] = time.monotonic, budget_s: float = BUDGET_S) -> None:
+                 clock: Callable[[], float] = time.monotonic, budget_s: float = BUDGET_S,
+                 threaded: bool = False) -> None:
         super().__init__(run_dir)
         self.run, self.lag_s, self.clock, self.budget_s = run, lag_s, clock, budget_s
+        self.threaded = threaded   # fold in a thread of its own (one more share of the CPU), not in poll
+        self._thread: threading.Thread | None = None
+        self._stop = threading.Event()
         self.scan: _RunScan | None = _RunScan()
         self.notes = WorkNotes()
         self.void = ""
@@ -71,11 +77,37 @@ class FoldingWatch(ProgressWatch):
     def poll(self) -> float:
         began = self.clock()   # (before the files are listed: what a writer stamped before began - lag is in them)
         last = super().poll()
-        if self.scan is not None:
-            cpu = time.thread_time()
-            self._advance(began - self.lag_s, cpu + self.budget_s)
-            self.fold_cpu_s += time.thread_time() - cpu
+        if self.scan is None:
+            return last
+        if not self.threaded:
+            self._step(began)
+        elif self._thread is None:
+            self._thread = threading.Thread(target=self._folding, name="chaos-livefold", daemon=True)
+            self._thread.start()
         return last
+
+    def _step(self, began: float) -> bool:
+        """One step of the fold; whether it caught up (every file read to its end)."""
+        cpu = time.thread_time()
+        caught_up = self._advance(began - self.lag_s, cpu + self.budget_s)
+        self.fold_cpu_s += time.thread_time() - cpu
+        return caught_up
+
+    def _folding(self) -> None:
+        """The fold's thread: a step (up to `budget_s` of its CPU time), then again, resting
+        POLL_S when it has caught up, until `_halt`."""
+        try:
+            while not self._stop.is_set() and self.scan is not None:
+                if self._step(self.clock()):
+                    self._stop.wait(POLL_S)
+        except Exception as exc:   # noqa: BLE001 - a fold that broke is void: the check scans the files
+            self.abandon(f"the fold failed: {type(exc).__name__}: {exc}")
+
+    def _halt(self) -> None:
+        """Stop the fold's thread (it ends its step first)."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
 
     def _list(self, final: bool) -> list[_Tail] | None:
         """The tails of the files there now (history_files' order), each knowing whether it
@@ -106,22 +138,24 @@ class FoldingWatch(ProgressWatch):
             tails.append(tail)
         return tails
 
-    def _advance(self, limit: float, deadline: float, final: bool = False) -> None:
+    def _advance(self, limit: float, deadline: float, final: bool = False) -> bool:
         """Read the file that has reached the earliest time next, a chunk at a time, folding
         what every file has passed, until each is read to its end or this thread's CPU time
         passes `deadline` (a CPU budget: on a loaded machine the fold still gets its share)."""
         tails = self._list(final)
         if tails is None:
-            return
+            return True
         while True:
             unread = [t for t in tails if not t.ended]
             mark = min([limit, *(t.top for t in unread)])
             if mark > self.mark:
                 self._fold(tails, mark)
-            if not unread or self.scan is None or time.thread_time() > deadline:
-                return
+            if not unread or self.scan is None:
+                return True
+            if time.thread_time() > deadline:
+                return False
             if not self._read(min(unread, key=lambda t: t.top), final):
-                return
+                return True
 
     def _read(self, tail: _Tail, final: bool) -> bool:
         """One chunk of `tail`'s complete lines (at the end of a finished file, its last
@@ -192,12 +226,14 @@ class FoldingWatch(ProgressWatch):
             self.scan, self.tails = None, {}
 
     def release(self) -> None:
+        self._halt()
         super().release()
         self.abandon(self.void or "released")   # (a check that never took the fold does not keep it)
 
     def finish(self) -> _RunScan | None:
         """Fold the rest (call once every writer of the run is closed) and give the scan,
         once; None when the fold was voided."""
+        self._halt()
         if self.scan is None:
             return None
         cpu = time.thread_time()

@@ -172,7 +172,7 @@ class Orchestrated:
 
     def workload(self) -> None:
         # (it folds the history for the check as it tails it: chaos/orchestrator/livefold.py)
-        self.run.progress = FoldingWatch(self.run.dir, run=self.run.index)
+        self.run.progress = FoldingWatch(self.run.dir, run=self.run.index, threaded=True)
         phases.workload(self.run, self.planned)
 
     def drainable(self) -> bool:

@@ -60,10 +60,10 @@ class Replay:
 
 
 def replayed_check(saved: Path, live: Path, args: dict, final, steps: int = 25, late: bytes = b"",
-                   budget_s: float = float("inf")):
+                   budget_s: float = float("inf"), threaded: bool = False):
     replay = Replay(saved, live)
     now = [0.0]
-    watch = FoldingWatch(live, run=args["run"], clock=lambda: now[0], budget_s=budget_s)
+    watch = FoldingWatch(live, run=args["run"], clock=lambda: now[0], budget_s=budget_s, threaded=threaded)
     times = replay.times
     for step in range(1, steps + 1):
         until = times[min(len(times) - 1, step * len(times) // (steps + 1))]
@@ -79,11 +79,15 @@ def replayed_check(saved: Path, live: Path, args: dict, final, steps: int = 25, 
     return result, watch, folded.notes
 
 
+@pytest.mark.parametrize("threaded", [False, True], ids=["in-poll", "threaded"])
 @pytest.mark.parametrize("archive", SAVED, ids=[p.name.removesuffix(".tar.gz") for p in SAVED])
-def test_the_fold_while_written_gives_the_saved_json(archive: Path, tmp_path: Path) -> None:
+def test_the_fold_while_written_gives_the_saved_json(archive: Path, threaded: bool, tmp_path: Path) -> None:
+    """In the polls (each poll folds what it can) or in a thread of its own (the orchestrator's
+    way: however far it got when the check takes it), the saved JSON."""
     final, args, expected = unpack(archive, tmp_path / "saved")
     final.stream_entries, final.events = iter(final.stream_entries), iter(final.events)
-    result, watch, notes = replayed_check(tmp_path / "saved", tmp_path / "live", args, final)
+    result, watch, notes = replayed_check(tmp_path / "saved", tmp_path / "live", args, final, threaded=threaded)
+    assert watch._thread is None or not watch._thread.is_alive()
     assert watch.void == "" and watch.folded_ops > 0 and watch.scan is None   # (taken: the check used it)
     assert all(not tail.ops for tail in watch.tails.values())
     assert as_text(result) == expected

@@ -17,6 +17,7 @@ import argparse
 import functools
 import json
 import os
+import resource
 import sys
 import threading
 import time
@@ -113,6 +114,8 @@ def main() -> None:
             sys.modules["chaos.workload.forkserver"].close_fork_server()
     print(json.dumps({"bench": "check_stages", "events": args.events, "load_before": load_before,
                       "load_after": load(), "peak_rss_mb": stages.peak_mb, "peak_in": stages.peak_stage,
+                      # the kernel's own high-water mark of this process (the samples are 0.2 s apart)
+                      "max_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
                       "files_read_whole": sorted(whole), "stages": stages.log, "counts": counts, "run": run}))
 
 

@@ -199,7 +199,8 @@ def parse_lines(lines: Iterable[bytes], source: str, first: int = 1, skip: bytes
     """Ops from one file's lines, skipping torn lines (`first`: the number of the first line,
     for a file read in pieces while it is written).
 
-    A torn line is what a SIGKILL leaves: a prefix of an op, so it does not end in `}`.
+    A torn line is what a SIGKILL or a full disk leaves: a prefix of an op, so it does not
+    end in `}`, or its JSON ends before the op does (cut right after an inner `}`).
     It is skipped wherever it is (a restarted process appends after its predecessor's torn
     line). A line that ends in `}` and still does not parse was corrupted some other way
     (two writers on one file), and that is an error. A line holding `skip` is passed over.
@@ -214,8 +215,9 @@ def parse_lines(lines: Iterable[bytes], source: str, first: int = 1, skip: bytes
             op = loads(raw)
         except ValueError as exc:
             text = raw.strip()
-            if not text or not text.endswith(b"}"):
-                continue  # a blank line, or torn by a crash mid-write
+            if not text or not text.endswith(b"}") or getattr(exc, "pos", -1) >= len(text):
+                continue  # a blank line, or torn by a crash or a full disk mid-write (the data
+                #           ends inside the op, even when cut right after an inner `}`)
             raise HistoryError(f"{source}:{number}: not a JSON op ({exc}); is the file written "
                                "by two processes at once? Give each process its own name") from None
         if type(op) is not dict or "time" not in op or "process" not in op or "type" not in op \

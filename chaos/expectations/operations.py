@@ -21,7 +21,7 @@ XACKs match no PEL entry) and reads on: nothing lost. No preset here keeps its o
 record of what it read, so the outbox + inbox preset loses the dropped entries as well.
 
 `long-job` (the `pair` workload's order 42: `created` runs 1.5 s while the group's
-XAUTOCLAIM min-idle time is 300 ms and both consumers claim all along): the other
+XAUTOCLAIM min-idle time is 1 s and both consumers claim all along): the other
 consumer claims it and runs it while the first still does. Plain UPDATE and a Redis
 marker set after the effect (`setnx-dedupe:mark=after`) apply it twice (a `duplicated`
 whose detail gives the two runs' overlap); CAS, the inbox and a marker set before the work
@@ -131,8 +131,11 @@ DELETE: list[Cell] = [
 ]
 
 # -- long-job -----------------------------------------------------------------------------
-CLAIMING = "claim=always,claim_idle_ms=300"
-TWO_CLAIMING = "group:consumers=2,claim=always,claim_idle_ms=300"
+# a 1 s min-idle: the holder must reach the long job's `in_work` before the claimer may take it
+# (with 300 ms, a holder starved 0.53 s beside two CPU hogs was claimed from before its long run
+# began: no claim in the fault's window, the run unknown)
+CLAIMING = "claim=always,claim_idle_ms=1000"
+TWO_CLAIMING = "group:consumers=2,claim=always,claim_idle_ms=1000"
 # duration_ms=1500 (default) and until another consumer claimed it: the claim is forced, not timed
 # (the claimer's XAUTOCLAIM had to land inside a 1.5 s sleep; a loaded machine could miss it)
 LONG = "long-job:event_id=e42-1,until_claimed=1"

@@ -15,6 +15,7 @@ import redis
 
 from chaos.results import FinalState
 from chaos.workload import schema
+from chaos.workload.planfile import pickled_chunks
 from chaos.events import Event
 
 
@@ -142,14 +143,9 @@ class Intended:
 
     @staticmethod
     def _read(path: Path) -> Iterator[dict]:
-        with open(path, "rb") as fh:
-            while True:
-                try:
-                    chunk = pickle.load(fh)
-                except EOFError:
-                    return
-                for event_id, key, version, etype in chunk:   # (Event.intended's dict, key for key)
-                    yield {"event_id": event_id, "key": key, "version": version, "etype": etype}
+        for chunk in pickled_chunks(path):
+            for event_id, key, version, etype in chunk:   # (Event.intended's dict, key for key)
+                yield {"event_id": event_id, "key": key, "version": version, "etype": etype}
 
     def remove(self) -> None:
         if self.path is not None:

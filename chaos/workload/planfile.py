@@ -44,13 +44,18 @@ def rows(spec: dict[str, Any]) -> Iterator[Any]:
     if path is None:
         yield from spec["events"]
         return
+    for chunk in pickled_chunks(path):
+        yield from chunk
+
+
+def pickled_chunks(path: str | Path) -> Iterator[Any]:
+    """Each object pickled to `path` in turn (the chunks of a spilled list), to the file's end."""
     with open(path, "rb") as fh:
         while True:
             try:
-                chunk = pickle.load(fh)
+                yield pickle.load(fh)
             except EOFError:
                 return
-            yield from chunk
 
 
 def remove(spec: dict[str, Any]) -> None:

@@ -5,7 +5,13 @@ the workers' proxies), real worker processes from the fork server.
 
 Before consumers kept what they hold from going idle (GroupReader.keep_held), the second
 consumer's XAUTOCLAIM took the first one's unfinished tail and both applied it; the same
-for a page one consumer claimed from a dead one."""
+for a page one consumer claimed from a dead one.
+
+The two batches are handed out on conditions, not on process start times: both consumers
+block in XREADGROUP, then the first 60 entries arrive in one transaction (one consumer reads
+them all), then, once it has done 15 of them and the other is blocked again, the next 60 (the
+first is still busy with its batch, so they are the other's). Spawning C2 after C1 had read its batch let C1 finish
+it and read the rest too when C2 started late (CI beside other sessions: "C2 never read its batch")."""
 from __future__ import annotations
 
 import time
@@ -19,6 +25,7 @@ from chaos.strategies.presets import resolve
 from chaos.workload.forkserver import fork_server
 
 ENTRIES, COST_MS, BATCH = 120, 40, 60
+STAGGER = 15   # entries of the first batch done before the second batch is added
 
 
 def _spec(cluster, strategy, name: str, run_dir: Path, failpoints: dict | None = None) -> dict:
@@ -31,11 +38,35 @@ def _spec(cluster, strategy, name: str, run_dir: Path, failpoints: dict | None =
 
 
 def _fill(cluster, entries: int):
+    """The group, and `entries` entries in its stream."""
     r = cluster.direct_redis()
     r.xgroup_create(STREAM, GROUP, id="0", mkstream=True)
-    for i in range(entries):
-        r.xadd(STREAM, Event(f"e{i}", f"k{i}", "created", 1, cost_ms=COST_MS).routed(STREAM).fields())
+    _add(r, entries)
     return r
+
+
+def _add(r, entries: int, first: int = 0) -> None:
+    """`entries` entries e<first>.. in one transaction (a reader blocked meanwhile gets them all)."""
+    with r.pipeline(transaction=True) as pipe:
+        for i in range(first, first + entries):
+            pipe.xadd(STREAM, Event(f"e{i}", f"k{i}", "created", 1, cost_ms=COST_MS).routed(STREAM).fields())
+        pipe.execute()
+
+
+def _until(condition, what: str, timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.005)
+
+
+def _blocked_readers(r) -> int:
+    return sum(1 for c in r.client_list() if c.get("cmd") == "xreadgroup" and "b" in c.get("flags", ""))
+
+
+def _group_read(r) -> int:
+    """Entries the group has delivered (its entries-read counter)."""
+    return next(g["entries-read"] or 0 for g in r.xinfo_groups(STREAM) if g["name"] == GROUP)
 
 
 def _counts(run_dir: Path) -> tuple[Counter, Counter]:
@@ -54,15 +85,20 @@ def _wait_acked(r, timeout: float = 30) -> None:
 
 def test_a_live_consumers_batch_is_not_claimed_in_the_drain(cluster, tmp_path):
     strategy = resolve("baseline", parts={"delivery": f"group:consumers=2,count={BATCH}", "guard": "noop"})
-    r = _fill(cluster, ENTRIES)
+    r = _fill(cluster, 0)
     children = []
     try:
-        for name in ("C1", "C2"):   # C1 reads the first 60, then C2 the other 60
+        for name in ("C1", "C2"):
             children.append(fork_server().spawn(_spec(cluster, strategy, name, tmp_path), tmp_path / f"{name}.log"))
-            deadline = time.monotonic() + 10
-            while sum(c["pending"] for c in r.xinfo_consumers(STREAM, GROUP) if c["name"] == name) < BATCH:
-                assert time.monotonic() < deadline, f"{name} never read its batch"
-                time.sleep(0.01)
+        _until(lambda: _blocked_readers(r) >= 2, "the consumers never both blocked in XREADGROUP")
+        _add(r, BATCH)                 # one of them reads all 60 and works on them for 2.4 s
+        _until(lambda: _group_read(r) >= BATCH, "nobody read the first batch")
+        # a quarter into the first batch: its reader is still busy for ~1.8 s, the second batch's
+        # reader will be ~0.6 s behind it, so the first one is idle, claiming every 0.5 s, while
+        # the second one's tail passes the 2 s min-idle time (the case the keep-held guards)
+        _until(lambda: r.xpending(STREAM, GROUP)["pending"] <= BATCH - STAGGER, "the first batch never progressed")
+        _until(lambda: _blocked_readers(r) >= 1, "the other consumer never blocked in XREADGROUP again")
+        _add(r, BATCH, first=BATCH)    # the other one's batch
         _wait_acked(r)
     finally:
         for child in children:
@@ -70,6 +106,9 @@ def test_a_live_consumers_batch_is_not_claimed_in_the_drain(cluster, tmp_path):
             child.wait(5)
     deliveries, applies = _counts(tmp_path)
     assert len(deliveries) == ENTRIES and len(applies) == ENTRIES
+    by_consumer = Counter(op["process"] for op in read_history(tmp_path) if op["f"] == "deliver" and op["type"] == "ok"
+                          and op.get("via") == "read")
+    assert sorted(by_consumer.values()) == [BATCH, BATCH], f"each consumer reads one batch: {by_consumer}"
     redelivered = sum(n - 1 for n in deliveries.values())
     duplicated = sum(1 for n in applies.values() if n > 1)
     assert (redelivered, duplicated) == (0, 0), (

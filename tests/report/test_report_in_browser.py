@@ -9,17 +9,22 @@ an `allure` command); skipped, saying which is missing, otherwise.
 """
 from __future__ import annotations
 
+import base64
 import contextlib
+import fcntl
 import functools
 import http.server
 import json
 import os
+import select
 import shlex
 import shutil
 import subprocess
 import sys
+import tempfile
 import textwrap
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -92,15 +97,98 @@ def serve(directory: Path) -> Iterator[str]:
         thread.join(timeout=10)
 
 
-def screenshot(browser: str, url: str, name: str, size: str = "1400,1000") -> Path:
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    path = SHOTS / name
-    path.unlink(missing_ok=True)
-    subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-                    "--virtual-time-budget=10000", f"--window-size={size}", f"--screenshot={path}", url],
-                   capture_output=True, timeout=120, check=False)
-    assert path.exists() and path.read_bytes().startswith(b"\x89PNG"), f"no screenshot of {url}"
-    return path
+class Chromium:
+    """One headless Chromium for every screenshot of a session, driven over the DevTools
+    protocol on a pipe (``--remote-debugging-pipe``: no port, no websocket library). A launch
+    costs ~2.4 CPU s (its zygote and renderers included), a page in a running browser ~0.3:
+    seven launches, one a screenshot, cost 17 CPU s. Each page opens in a tab of its own
+    (a fresh document, as a launch gave it) and gets the launch's 10 s virtual-time budget."""
+
+    def __init__(self, binary: str, timeout: float = 120) -> None:
+        self.timeout, self._buffer, self._id = timeout, b"", 0
+        theirs_in, self._to_browser = os.pipe()     # the browser reads fd 3, writes fd 4
+        self._from_browser, theirs_out = os.pipe()
+        # above fd 10, so that placing them on 3 and 4 in the child never overwrites one with the other
+        high = [fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 10) for fd in (theirs_in, theirs_out)]
+        self.profile = tempfile.mkdtemp(prefix="chaos-chromium-")
+        try:
+            self.proc = subprocess.Popen(
+                [binary, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+                 "--remote-debugging-pipe", f"--user-data-dir={self.profile}", "about:blank"],
+                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, close_fds=False,
+                preexec_fn=lambda: (os.dup2(high[0], 3), os.dup2(high[1], 4)))
+        finally:
+            for fd in (theirs_in, theirs_out, *high):
+                os.close(fd)
+
+    def __enter__(self) -> Chromium:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        try:
+            if self.proc.poll() is None:
+                with contextlib.suppress(Exception):
+                    self.call("Browser.close", timeout=10)
+                try:
+                    self.proc.wait(timeout=20)
+                except subprocess.TimeoutExpired:
+                    self.proc.kill()
+                    self.proc.wait()
+        finally:
+            for fd in (self._to_browser, self._from_browser):
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+            shutil.rmtree(self.profile, ignore_errors=True)
+
+    def _message(self, deadline: float) -> dict:
+        while b"\0" not in self._buffer:
+            left = deadline - time.monotonic()
+            assert left > 0 and select.select([self._from_browser], [], [], left)[0], "Chromium did not answer in time"
+            chunk = os.read(self._from_browser, 1 << 16)
+            assert chunk, f"Chromium closed its DevTools pipe (exit {self.proc.poll()})"
+            self._buffer += chunk
+        raw, self._buffer = self._buffer.split(b"\0", 1)
+        return json.loads(raw)
+
+    def call(self, method: str, session: str | None = None, timeout: float | None = None, **params) -> dict:
+        self._id += 1
+        message = {"id": self._id, "method": method, "params": params, **({"sessionId": session} if session else {})}
+        os.write(self._to_browser, json.dumps(message).encode() + b"\0")
+        deadline = time.monotonic() + (timeout or self.timeout)
+        while (answer := self._message(deadline)).get("id") != self._id:
+            pass
+        assert "error" not in answer, f"{method}: {answer['error']}"
+        return answer["result"]
+
+    def _event(self, name: str, session: str) -> None:
+        deadline = time.monotonic() + self.timeout
+        while not ((event := self._message(deadline)).get("method") == name and event.get("sessionId") == session):
+            pass
+
+    def screenshot(self, url: str, name: str, size: str = "1400,1000") -> Path:
+        """`url` in a new tab of `size` (width,height), after 10 s of virtual time; the PNG kept
+        under reports/screenshots/."""
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        path = SHOTS / name
+        path.unlink(missing_ok=True)
+        width, height = map(int, size.split(","))
+        target = self.call("Target.createTarget", url="about:blank")["targetId"]
+        try:
+            tab = self.call("Target.attachToTarget", targetId=target, flatten=True)["sessionId"]
+            self.call("Emulation.setDeviceMetricsOverride", tab, width=width, height=height, deviceScaleFactor=1,
+                      mobile=False)
+            self.call("Emulation.setVirtualTimePolicy", tab, policy="pause")
+            self.call("Page.navigate", tab, url=url)
+            self.call("Emulation.setVirtualTimePolicy", tab, policy="pauseIfNetworkFetchesPending", budget=10_000)
+            self._event("Emulation.virtualTimeBudgetExpired", tab)
+            path.write_bytes(base64.b64decode(self.call("Page.captureScreenshot", tab, format="png")["data"]))
+        finally:
+            self.call("Target.closeTarget", targetId=target)
+        assert path.read_bytes().startswith(b"\x89PNG"), f"no screenshot of {url}"
+        return path
 
 
 # The inner session, written as a team writes cell tests (README "What a test looks like"):
@@ -191,7 +279,45 @@ def _attachments(node: dict) -> list[dict]:
     return found
 
 
-def test_failover_cell_shows_labels_steps_cell_json_and_timeline(report, tools):
+def report_views(tests: dict) -> list[tuple[str, str, str]]:
+    """What a person opens in the report: (path after the report's URL, screenshot name, size)."""
+    views = [("", "allure-overview.png", "1400,1000")]
+    if "test_failover_cell" in tests:
+        failover = tests["test_failover_cell"]
+        views.append((f"#{failover['id']}", "allure-failover-cell.png", "1400,1800"))
+        timeline = next((v for k, v in {a["name"]: a for a in _attachments(failover)}.items()
+                         if k.endswith("timeline.png")), None)
+        if timeline is not None:         # (test_failover_cell_... fails when there is none)
+            views.append((f"data/attachments/{timeline['id']}{timeline['ext']}", "allure-failover-timeline.png",
+                          "1250,600"))
+    for test, name, size in (("test_wrong_expectation", "allure-failing-cell.png", "1400,1600"),
+                             ("test_rig_broke", "allure-broken-cell.png", "1400,1100")):
+        if test in tests:
+            views.append((f"#{tests[test]['id']}", name, size))
+    views.append(("#categories", "allure-categories.png", "1400,1000"))
+    return views
+
+
+@pytest.fixture(scope="module")
+def shots(report, tools, shared_once) -> dict[str, Path]:
+    """Every view of the report in one headless Chromium, once per session (the tests below
+    check each its own): the screenshots by name."""
+    _, browser = tools
+
+    def build(_work: Path) -> dict[str, str]:
+        with serve(report["dir"]) as url, Chromium(browser) as chromium:
+            return {name: str(chromium.screenshot(url + where, name, size))
+                    for where, name, size in report_views(report["tests"])}
+    return {name: Path(path) for name, path in shared_once("browser-report-shots", build).items()}
+
+
+def shown(shots: dict[str, Path], name: str) -> None:
+    """The screenshot `name` was taken: a PNG image."""
+    assert name in shots, f"no screenshot {name}: {sorted(shots)}"
+    assert shots[name].read_bytes().startswith(b"\x89PNG"), name
+
+
+def test_failover_cell_shows_labels_steps_cell_json_and_timeline(report, shots):
     test = report["tests"]["test_failover_cell"]
     labels = {(lab["name"], lab["value"]) for lab in test["labels"]}
     assert {("epic", "failover"), ("feature", "s5"), ("story", "promote-replica")} <= labels
@@ -214,15 +340,11 @@ def test_failover_cell_shows_labels_steps_cell_json_and_timeline(report, tools):
     timeline = next(v for k, v in links.items() if k.endswith("timeline.png"))
     png = report["dir"] / "data" / "attachments" / (timeline["id"] + timeline["ext"])
     assert png.read_bytes().startswith(b"\x89PNG")
-    _, browser = tools
-    with serve(report["dir"]) as url:
-        screenshot(browser, url, "allure-overview.png")
-        screenshot(browser, f"{url}#{test['id']}", "allure-failover-cell.png", "1400,1800")
-        screenshot(browser, f"{url}data/attachments/{timeline['id']}{timeline['ext']}", "allure-failover-timeline.png",
-                   "1250,600")
+    for name in ("allure-overview.png", "allure-failover-cell.png", "allure-failover-timeline.png"):
+        shown(shots, name)
 
 
-def test_failing_cell_lands_in_its_category(report, tools):
+def test_failing_cell_lands_in_its_category(report, shots):
     test = report["tests"]["test_wrong_expectation"]
     assert test["status"] == "failed"
     assert "[WRONG_FINAL_STATE_RUNS: 1/1]" in test["error"]["message"]
@@ -233,17 +355,15 @@ def test_failing_cell_lands_in_its_category(report, tools):
     env = {e["name"]: e["values"] for e in json.loads((report["dir"] / "widgets" / "allure_environment.json")
                                                       .read_text())}
     assert env["seed"] == ["11"] and env["redis.version"][0][0].isdigit()
-    _, browser = tools
-    with serve(report["dir"]) as url:
-        screenshot(browser, f"{url}#{test['id']}", "allure-failing-cell.png", "1400,1600")
-        screenshot(browser, f"{url}#categories", "allure-categories.png")
+    shown(shots, "allure-failing-cell.png")
+    shown(shots, "allure-categories.png")
 
 
 RIG_CATEGORY = next(c["name"] for c in json.loads((REPO / "reports" / "categories.json").read_text())
                     if c["name"].startswith("Unknown verdict: the rig broke"))
 
 
-def test_a_cell_whose_rig_broke_is_broken_and_in_the_rig_category(report, tools):
+def test_a_cell_whose_rig_broke_is_broken_and_in_the_rig_category(report, shots):
     """Not failed (the strategy is not to blame): broken, the component named, in its category."""
     test = report["tests"]["test_rig_broke"]
     assert test["status"] == "broken", test["status"]
@@ -255,9 +375,7 @@ def test_a_cell_whose_rig_broke_is_broken_and_in_the_rig_category(report, tools)
     assert "<strong>the rig broke</strong>" in text and "matches its expectation" not in text, text
     assert "<strong>Rig broke</strong> (no strategy is to blame): run 0: proxy server (pid" in text, text
     assert any(a["name"] == "rig failures.txt" for a in _attachments(test))
-    _, browser = tools
-    with serve(report["dir"]) as url:
-        screenshot(browser, f"{url}#{test['id']}", "allure-broken-cell.png", "1400,1100")
+    shown(shots, "allure-broken-cell.png")
 
 
 def test_allure2_applies_the_same_categories_from_the_results_dir(report, tmp_path):
@@ -292,5 +410,6 @@ def test_matrix_page(tools, tmp_path):
     html = page.read_text()
     assert '<h2 id="area-producer">' in html and '<h2 id="coverage">' in html
     assert html.count("<tr class=") == len(doc["cells"])
-    shot = screenshot(browser, page.as_uri(), "matrix-producer.png", "1400,1400")
+    with Chromium(browser) as chromium:
+        shot = chromium.screenshot(page.as_uri(), "matrix-producer.png", "1400,1400")
     assert shot.stat().st_size > 10_000

@@ -17,7 +17,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from install_helpers import ROOT, clean_env, make_venv
+from install_helpers import ROOT, clean_env, make_venv, pip_install
 
 pytestmark = pytest.mark.slow(seconds=240)
 # The two tests that only read the shared venv are dispatched late (conftest.py orders by these
@@ -61,14 +61,9 @@ def team_venv(chaos_wheel, shared_once):
         before = _run_unrelated(python, where / "unrelated")
         team = where / "team-project"
         shutil.copytree(TEAM, team, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info", "build"))
-        done = subprocess.run([str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check",
-                               "--no-compile", str(chaos_wheel)],
-                              capture_output=True, text=True, timeout=900, env=clean_env(python.parent.parent))
-        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-        done = subprocess.run([str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check",
-                               "--no-compile", "--no-build-isolation", str(team)],
-                              capture_output=True, text=True, timeout=900, env=clean_env(python.parent.parent))
-        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+        # The wheel and the project in one pip command: the project's dependency on the package
+        # is met by that wheel file (as after the README's two commands), one resolve instead of two.
+        pip_install(python, "--no-build-isolation", str(chaos_wheel), str(team))
         return {"python": str(python), "where": str(where), "before": list(before)}
 
     built = shared_once("team-venv", build)

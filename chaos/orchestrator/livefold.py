@@ -20,6 +20,7 @@ it always did. What is folded, and so the verdict, is the full scan's, byte for 
 from __future__ import annotations
 
 import bisect
+import gc
 import os
 import threading
 import time
@@ -73,6 +74,7 @@ class FoldingWatch(ProgressWatch):
         self.tails: dict[str, _Tail] = {}
         self.folded_ops = 0
         self.fold_cpu_s = 0.0                 # this thread's CPU spent reading and folding
+        self.frozen = False                   # the fold's thread froze the heap (see `_folding`)
 
     def poll(self) -> float:
         began = self.clock()   # (before the files are listed: what a writer stamped before began - lag is in them)
@@ -95,10 +97,18 @@ class FoldingWatch(ProgressWatch):
 
     def _folding(self) -> None:
         """The fold's thread: a step (up to `budget_s` of its CPU time), then again, resting
-        POLL_S when it has caught up, until `_halt`."""
+        POLL_S when it has caught up, until `_halt`. After a step that folded, the heap is
+        frozen (`gc.freeze`): the records live until the check, and the cyclic GC's full
+        passes over them were a fifth of the fold's CPU at 10^6 events (27.4 -> 21.4 s);
+        `_halt` gives them back to it."""
         try:
             while not self._stop.is_set() and self.scan is not None:
-                if self._step(self.clock()):
+                folded = self.folded_ops
+                caught_up = self._step(self.clock())
+                if self.folded_ops != folded:
+                    gc.freeze()
+                    self.frozen = True
+                if caught_up:
                     self._stop.wait(POLL_S)
         except Exception as exc:   # noqa: BLE001 - a fold that broke is void: the check scans the files
             self.abandon(f"the fold failed: {type(exc).__name__}: {exc}")
@@ -108,6 +118,9 @@ class FoldingWatch(ProgressWatch):
         self._stop.set()
         if self._thread is not None:
             self._thread.join()
+        if self.frozen:
+            gc.unfreeze()
+            self.frozen = False
 
     def _list(self, final: bool) -> list[_Tail] | None:
         """The tails of the files there now (history_files' order), each knowing whether it

@@ -126,7 +126,7 @@ def test_the_workflow_parses_and_is_scheduled_and_manual_with_a_typed_input():
     assert len(schedule["cron"].split()) == 5
     runs = triggers["workflow_dispatch"]["inputs"]["runs"]
     assert runs["type"] == "number" and runs["default"] == 10
-    assert set(doc["jobs"]) == {"durations", "shard", "merge", "pages", "quick-start"}
+    assert set(doc["jobs"]) == {"durations", "shard", "merge", "pages", "quick-start", "nightly-tier"}
 
 
 def test_the_nightly_runs_the_quick_start_in_a_fresh_clone_that_ci_only_collects():
@@ -139,6 +139,21 @@ def test_the_nightly_runs_the_quick_start_in_a_fresh_clone_that_ci_only_collects
     assert any("scripts/setup.sh" in s.get("run", "") for s in job["steps"])
     ci_lines = [line for line in (ROOT / ".ci" / "run").read_text().splitlines() if not line.lstrip().startswith("#")]
     assert not [line for line in ci_lines if "FRESH_CLONE" in line], "CI does not run the 18 cells twice"
+
+
+def test_the_nightly_tier_runs_every_module_with_nightly_only_checks_that_ci_leaves_out():
+    """A check moved out of CI (it skips unless CHAOS_NIGHTLY=1) still runs every night: its
+    module is named in the nightly-tier step, and neither CI workflow nor .ci/run sets the variable."""
+    job = workflow()["jobs"]["nightly-tier"]
+    [step] = [s for s in job["steps"] if "CHAOS_NIGHTLY" in s.get("env", {})]
+    assert step["env"] == {"CHAOS_NIGHTLY": "1"}
+    assert any("scripts/setup.sh" in s.get("run", "") for s in job["steps"])
+    [cmd] = [c for c in commands(step["run"]) if c[:3] == ["python3", "-m", "pytest"]]
+    readers = {str(p.relative_to(ROOT)) for folder in ("tests", "suites") for p in (ROOT / folder).rglob("*.py")
+               if "CHAOS_NIGHTLY" in p.read_text() and p != Path(__file__)}
+    assert readers <= set(cmd), f"modules with nightly-only checks the nightly does not run: {readers - set(cmd)}"
+    for path in (PULL_REQUEST, ROOT / ".ci" / "run"):
+        assert "CHAOS_NIGHTLY" not in path.read_text(), f"{path.name} runs the nightly-only checks"
 
 
 def test_the_durations_are_fetched_once_and_every_shard_checks_it_split_by_that_file():

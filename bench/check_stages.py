@@ -57,6 +57,9 @@ class Stages:
 
     def mark(self, name: str) -> None:
         self.stage = name
+        if name == "> scan" and self.log and self.log[-1][1] == "< scan":
+            self.log.pop()   # (the fold scans a batch at a time: one entry per run of batches, not thousands)
+            return
         self.log.append([round(time.monotonic() - self.t0, 1), name, self.rss_mb()])
 
     def _sample(self) -> None:

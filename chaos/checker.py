@@ -18,7 +18,6 @@ are a liveness violation, `stopped-consuming`, and their keys' wrong final state
 """
 from __future__ import annotations
 
-import sys
 from collections import defaultdict
 from collections.abc import Callable, Iterable
 from itertools import chain
@@ -32,8 +31,8 @@ from chaos.results import (  # noqa: F401 - the records' old home: these names s
     WRONG_FINAL_STATE, Anomaly, AnomalyLog, CellResult, Counts, FinalState, RunResult, final_state_of, merge_verdicts,
     summarize, violations)
 from chaos.checkstore import (  # noqa: F401 - the records' home; these names stay importable from here
-    DLQ, FAILED, IN_REDIS, IN_STREAM, INFO, INTENDED, NOTED, OK, OUTBOX, PENDING, RECOVERED, REDELIVERED, UNDELIVERED,
-    UNPROJECTED, WAITING, _Event, _Events, _Writes)
+    ASIDE, DLQ, FAILED, IN_REDIS, IN_STREAM, INFO, INTENDED, NOTED, OK, OUTBOX, PENDING, RECOVERED, REDELIVERED,
+    UNDELIVERED, UNPROJECTED, WAITING, _Event, _Events, _Writes)
 from chaos.vanished import DETAILS as VANISHED_DETAILS
 from chaos.unknown_applies import proves_commit, resolve_unknown_applies
 from chaos.vanished import Vanished, overlaps
@@ -41,7 +40,6 @@ from chaos.vanished import Vanished, overlaps
 HANDLED_EFFECTS = frozenset({"applied", "stale"})
 DUPLICATE_EFFECT = "duplicate"
 REDELIVERY_VIAS = frozenset({"claim", "pending"})
-_intern = sys.intern
 _ORDER = itemgetter(0)  # a write's (order, version, event_id, seq): when it took effect ...
 _SEQ = itemgetter(3)    # ... and its key's commit-ordered write number, when the guard gave one
 
@@ -54,9 +52,8 @@ class _RunScan:
     """One pass over a run's ops, collecting per-event and per-key facts."""
 
     def __init__(self) -> None:
-        self.events: dict[str, _Event] = _Events()
-        # key -> (order, version, event, seq): see _apply
-        self.writes = _Writes()   # key -> [(order, version, event_id, seq)]: see _apply and _Writes
+        self.events = _Events()   # event id -> its record, kept as columns (chaos/checkstore.py)
+        self.writes = _Writes(self.events)   # key -> [(order, version, event_id, seq)]: see _apply and _Writes
         self.reorders: dict[str, int] = {}
         self.reorder_examples: dict[str, list[str]] = {}  # the late writes' events
         self.fault_started = False
@@ -79,7 +76,8 @@ class _RunScan:
                                "(write them with HistoryWriter.op, read them with read_history)") from None
 
     def _scan(self, history: Iterable[dict]) -> None:
-        events = self.events
+        events = self.events   # (its columns, read and written by row: chaos/checkstore.py)
+        index, add, where, keys, versions = events.index, events.add, events.where, events.keys, events.version
         for op in history:
             f = op["f"]
             kind = op["type"]
@@ -87,17 +85,19 @@ class _RunScan:
                 eid = op.get("event_id")
                 if eid is None:
                     continue
-                ev = events[eid]
-                if ev.key is None or ev.version is None:
-                    ev.learn(op)
+                i = index.get(eid)
+                if i is None:
+                    i = add(eid)
+                if keys[i] is None or versions[i] == ASIDE:
+                    events.learn(i, op)
                 if f == "deliver":
                     if kind == "ok":
-                        ev.deliveries += 1
-                        ev.add_entry(op.get("stream"), op.get("entry_id"))
+                        events.deliveries[i] += 1
+                        events.add_entry(i, op.get("stream"), op.get("entry_id"))
                         if op.get("via") in REDELIVERY_VIAS or (op.get("delivery_count") or 1) > 1:
-                            ev.where |= REDELIVERED
-                        elif ev.where & REDELIVERED:
-                            ev.where &= ~REDELIVERED
+                            where[i] |= REDELIVERED
+                        elif where[i] & REDELIVERED:
+                            where[i] &= ~REDELIVERED
                 elif f == "publish":
                     publishing = self.publishing
                     if kind == "invoke":
@@ -110,12 +110,12 @@ class _RunScan:
                         else:
                             publishing[eid] = n - 1
                     if kind == "ok":
-                        ev.where |= OK
-                        ev.add_entry(op.get("stream"), op.get("entry_id"))
+                        where[i] |= OK
+                        events.add_entry(i, op.get("stream"), op.get("entry_id"))
                     elif kind == "info":
-                        ev.where |= INFO
+                        where[i] |= INFO
                     else:
-                        ev.where |= FAILED
+                        where[i] |= FAILED
                 elif f == "apply":
                     # invokes are matched with completions per event (a dangling one is unknown)
                     applying = self.applying
@@ -130,11 +130,11 @@ class _RunScan:
                         else:
                             applying[eid] = n - 1
                     if kind == "ok":
-                        self._apply(op, ev)
+                        self._apply(op, i)
                     elif kind == "info":  # the outcome is unknown (a lost COMMIT reply)
-                        ev.add_unknown(op["time"], self.fault_started and ev.redelivered_now())
+                        events.add_unknown(i, op["time"], self.fault_started and bool(where[i] & REDELIVERED))
                 elif kind == "ok":
-                    ev.where |= DLQ
+                    where[i] |= DLQ
             elif f == "fault":
                 value = op.get("value")
                 if isinstance(value, dict) and value.get("phase") == "start":
@@ -152,10 +152,12 @@ class _RunScan:
         if not self.fault_started:
             self.fault_started, self.first_fault_at = True, op["time"]
 
-    def _apply(self, op: dict, ev: _Event) -> None:
+    def _apply(self, op: dict, i: int) -> None:
+        events = self.events
+        where = events.where
         effect = op.get("effect")
         if effect in HANDLED_EFFECTS:
-            ev.where |= NOTED   # (WorkNotes' count of events handled: a flag here, not a set of 10^6 ids there)
+            where[i] |= NOTED   # (WorkNotes' count of events handled: a flag here, not a set of 10^6 ids there)
         rows = op.get("rows")
         if effect is None:  # older writers: infer from rows affected
             effect = "applied" if rows is None or rows > 0 else "stale"
@@ -164,23 +166,36 @@ class _RunScan:
         if effect not in HANDLED_EFFECTS:
             # "duplicate": the guard said seen; handling must be shown by another apply, or by
             # an inbox marker (it commits with the effect) after an unknown-outcome apply
-            if effect == DUPLICATE_EFFECT and ev.unknown and ev.handled_at is None and proves_commit(op):
-                ev.unknown.proven = True
+            unknown = events.unknown.get(i)
+            if (effect == DUPLICATE_EFFECT and unknown and events.get_handled_at(i) is None
+                    and proves_commit(op)):
+                unknown.proven = True
             return
-        if ev.handled_at is None:  # ops come in time order: the first handling is the earliest
-            ev.handled_at = op["time"]
-            if self.fault_started and ev.where & REDELIVERED:
-                ev.where |= RECOVERED
+        handled_at = events.handled_at
+        t = handled_at[i]
+        if t != t and i not in events.aside["handled_at"]:  # none yet: ops come in time order, the first is the earliest
+            t = op["time"]
+            if t.__class__ is float and t == t:
+                handled_at[i] = t
+            else:
+                events.set_handled_at(i, t)
+            if self.fault_started and where[i] & REDELIVERED:
+                where[i] |= RECOVERED
         if effect != "applied":
             return
-        ev.applied += 1
+        events.applied[i] += 1
         key = op.get("key")
-        key = ev.key if key is None else _intern(str(key))   # (the copy ev.key holds: one per key)
+        own = events.keys[i]
+        if key is not None:
+            key = str(key)
+            key = own if key == own else events.key_str(key)   # (the str the record holds: one per key)
+        else:
+            key = own
         value = op.get("value")
         if value.__class__ is dict and value.get("projection") is False:
             # a guard that writes no projection (noop): nothing to hold
-            if key is ev.key:
-                ev.where |= UNPROJECTED
+            if key is own:
+                where[i] |= UNPROJECTED
             else:
                 self.unprojected.add(key)
         if key is not None:
@@ -197,8 +212,9 @@ class _RunScan:
                 seq = value.get("seq")
                 if seq.__class__ is not int:
                     seq = None
-            version = op.get("version", ev.version)
-            self.writes.add(key, ev if ev.own_write(key, order, version, seq) else (order, version, ev.eid, seq))
+            version = op["version"] if "version" in op else events.get_version(i)
+            self.writes.add(key, i if events.own_write(i, key, order, version, seq)
+                            else (order, version, events.eids[i], seq))
 
     def close_dangling(self) -> None:
         """A publish invoke without completion (its process was killed) is an `info`; so is
@@ -335,93 +351,122 @@ def _check_run(history: Iterable[dict], final: FinalState, run: int, reasons: li
                      unknown_reasons=reasons, seed=seed)
 
 
-def _absorb_final(events: dict[str, _Event], final: FinalState) -> int:
+def _absorb_final(events: _Events, final: FinalState) -> int:
     """Fold the final Redis/PostgreSQL lists into the events (each list read once: the stream's
     may be read in pages); returns how many intended events there are."""
     intended = 0
+    row_of, where, keys, versions, etypes = events.row, events.where, events.keys, events.version, events.etype
     for row in final.events:
         eid = row.get("event_id")
         if eid is not None:
-            ev = events[eid]
-            ev.learn(row)
-            intended += not ev.where & INTENDED
-            ev.where |= INTENDED
+            i = row_of(eid)
+            if keys[i] is None or versions[i] == ASIDE or etypes[i] == 0:   # (else it knows them all)
+                events.learn(i, row)
+            w = where[i]
+            intended += not w & INTENDED
+            where[i] = w | INTENDED
     for flag, source in ((IN_STREAM, final.stream_entries), (PENDING, final.pending), (UNDELIVERED, final.undelivered)):
         for entry in source:
             eid = entry.get("event_id")
             if eid is not None:
-                ev = events[eid]
-                ev.add_entry(entry.get("stream"), entry.get("entry_id"))
-                ev.where |= flag
+                i = row_of(eid)
+                events.add_entry(i, entry.get("stream"), entry.get("entry_id"))
+                where[i] |= flag
     for row in final.outbox:
         if row.get("event_id") is not None:
-            ev = events[row["event_id"]]
-            ev.learn(row)
-            ev.where |= OUTBOX
+            i = row_of(row["event_id"])
+            events.learn(i, row)
+            where[i] |= OUTBOX
     for entry in final.dlq:
         if entry.get("event_id") is not None:
-            events[entry["event_id"]].dlq = True
+            where[row_of(entry["event_id"])] |= DLQ
     return intended
 
 
 def _count_events(scan: _RunScan, intended: int, stopped: set[str], counts: Counts, anomalies: AnomalyLog,
                   history: Iterable[dict] = (), consumers_live: bool = False
-                  ) -> dict[str, _Event | None]:
-    """The per-event counts; returns each key's highest published event (the first of equal
-    highest versions; None: no published event of the key has a version)."""
-    top_by_key: dict[str, _Event | None] = {}
+                  ) -> dict[str, int | None]:
+    """The per-event counts; returns each key's highest published event (its row: the first of
+    equal highest versions; None: no published event of the key has a version)."""
+    top_by_key: dict[str, int | None] = {}
     by_kind: dict[str, dict[str | None, list[str]]] = {LOST: defaultdict(list), DUPLICATED: defaultdict(list),
                                                        UNEXPECTED: defaultdict(list),
                                                        STOPPED_CONSUMING: defaultdict(list)}
     published_indeterminate = 0
-    for eid, ev in scan.events.items():
-        handled = ev.handled_at is not None
-        where = ev.where
-        seen = ev.deliveries > 0 or handled or where & (DLQ | IN_REDIS)
+    events = scan.events   # (read by row, column by column: chaos/checkstore.py)
+    wheres, deliveries, applied, handled_at, keys = (events.where, events.deliveries, events.applied,
+                                                     events.handled_at, events.keys)
+    versions, odd_version, odd_time = events.version, events.aside["version"], events.aside["handled_at"]
+    entries, unknowns = events.entries, events.unknown
+    for eid, i in events.index.items():
+        t = handled_at[i]
+        handled = t == t or i in odd_time   # (NaN: none, or one kept aside)
+        where = wheres[i]
+        delivered = deliveries[i]
+        key = keys[i]
+        seen = delivered > 0 or handled or where & (DLQ | IN_REDIS)
         # a publish that said `fail` yet shows up downstream went through: its error was misread
         published = where & (OK | OUTBOX) or (where & (INFO | FAILED) and seen)
-        if ev.deliveries:
+        if delivered:
             counts.delivered += 1
-            counts.redelivered += ev.deliveries - 1
-        counts.duplicate_entries += ev.extra_entries()
+            counts.redelivered += delivered - 1
+        if i in entries:
+            counts.duplicate_entries += events.extra_entries(i)
         if handled:
             counts.handled += 1
             counts.recovered += bool(where & RECOVERED)
             counts.handled_pending += bool(where & PENDING)
-        if ev.applied > 1:
+        if applied[i] > 1:
             counts.duplicated += 1
-            by_kind[DUPLICATED][ev.key].append(eid)
+            by_kind[DUPLICATED][key].append(eid)
         if published:
             counts.published += 1
             if not where & (OK | INFO | OUTBOX):
                 counts.failed_publish_seen += 1
-            if ev.key is not None:
-                top = top_by_key.get(ev.key)   # (the event itself: 10^6 keys, no tuple each)
-                if ev.version is not None and (top is None or ev.version > top.version):
-                    top_by_key[ev.key] = ev
+            if key is not None:
+                top = top_by_key.get(key)   # (the event's row: 10^6 keys, no tuple each)
+                version = versions[i]
+                if version == ASIDE:
+                    version = odd_version.get(i)
+                if version is not None:
+                    if top is None:
+                        top_by_key[key] = i
+                    else:
+                        top_version = versions[top]
+                        if version > (top_version if top_version != ASIDE else odd_version.get(top)):
+                            top_by_key[key] = i
                 elif top is None:
-                    top_by_key[ev.key] = None
+                    top_by_key[key] = None
             if not handled and not where & (DLQ | WAITING):
-                if ev.unknown is not None and ev.unknown.indeterminate:
+                unknown = unknowns.get(i)
+                if unknown is not None and unknown.indeterminate:
                     counts.indeterminate += 1  # an apply of unknown outcome may have handled it
                     published_indeterminate += 1
                 else:
                     counts.lost += 1
-                    by_kind[LOST][ev.key].append(eid)
+                    by_kind[LOST][key].append(eid)
             elif consumers_live and not handled and not where & DLQ:   # waits in Redis: nobody consumed it
                 stopped.add(eid)
                 counts.stopped_consuming += 1
-                by_kind[STOPPED_CONSUMING][ev.key].append(eid)
+                by_kind[STOPPED_CONSUMING][key].append(eid)
         elif where & INFO:
             counts.indeterminate += 1
-        elif where & FAILED and not (ev.deliveries or handled):
+        elif where & FAILED and not (delivered or handled):
             counts.dropped += 1     # every attempt refused (OOM, a dead link): the producer gave up on it
-        elif seen or ev.unknown is not None:
+        elif seen or i in unknowns:
             counts.unexpected += 1  # delivered, handled or in Redis, yet nobody ever tried to publish it
-            by_kind[UNEXPECTED][ev.key].append(eid)
+            by_kind[UNEXPECTED][key].append(eid)
         else:
             counts.unattempted += 1  # intended, and no process ever tried to publish it
     _check_accounting(len(scan.events), counts, published_indeterminate, intended)
+    _add_event_anomalies(scan, by_kind, anomalies, history)
+    return top_by_key
+
+
+def _add_event_anomalies(scan: _RunScan, by_kind: dict[str, dict[str | None, list[str]]], anomalies: AnomalyLog,
+                         history: Iterable[dict]) -> None:
+    """The anomalies of the events counted, per kind and key (lost ones named by how they were
+    lost where a fault says; duplicates with the overlap of their apply runs)."""
     details = {LOST: "published, never handled", DUPLICATED: "effect applied more than once",
                UNEXPECTED: "delivered or handled although no process ever published it", **VANISHED_DETAILS,
                STOPPED_CONSUMING: "published, still undelivered or pending, never handled by a live consumer"}
@@ -434,7 +479,6 @@ def _count_events(scan: _RunScan, intended: int, stopped: set[str], counts: Coun
                 detail += "; " + concurrent[next(e for e in sorted(eids) if e in concurrent)]
             anomalies.add(kind, key, count=len(eids), examples=eids,
                           versions=scan.applied_versions(key), detail=detail)
-    return top_by_key
 
 
 def _check_accounting(known: int, counts: Counts, published_indeterminate: int, intended: int) -> None:
@@ -452,19 +496,22 @@ def _check_accounting(known: int, counts: Counts, published_indeterminate: int, 
             f"({intended} intended): an event fell through chaos.checker._count_events")
 
 
-def _check_final_state(top_by_key: dict[str, _Event | None], final_state: dict[str, dict],
+def _check_final_state(top_by_key: dict[str, int | None], final_state: dict[str, dict],
                        scan: _RunScan, stopped: set[str], counts: Counts, anomalies: AnomalyLog) -> None:
     """Each key's final status must be the etype of its highest published business version;
     a wrong key whose highest event is still waiting in Redis or in the DLQ is unsettled."""
+    events = scan.events
+    wheres, eids, etype_of = events.where, events.eids, events.get_etype
     for key, top in top_by_key.items():
         if top is None:
             continue  # bulk jobs without versions
-        top_version, top_etype, top_eid = top.version, top.etype, top.eid
+        top_etype = etype_of(top)
         row = final_state.get(key) or {}
         if row.get("status") != top_etype:
+            top_version, top_eid, where = events.get_version(top), eids[top], wheres[top]
             counts.wrong_keys += 1
             is_stopped = top_eid in stopped
-            unsettled = bool(top.where & WAITING and not is_stopped) or top.dlq
+            unsettled = bool(where & WAITING and not is_stopped) or bool(where & DLQ)
             counts.unsettled_keys += unsettled
             if anomalies.counted_only(WRONG_FINAL_STATE):
                 continue
@@ -488,13 +535,13 @@ def _check_projection(projection: Any, scan: _RunScan, counts: Counts,
         return
     applied: dict[str, int | None] = {}   # key -> its events applied; None: its counter is not compared
     unprojected = scan.unprojected
-    for ev in scan.events.values():
-        key = ev.key
+    wheres, applies = scan.events.where, scan.events.applied
+    for i, key in enumerate(scan.events.keys):
         if key is None:
             continue
-        if ev.where & UNPROJECTED:
+        if wheres[i] & UNPROJECTED:
             applied[key] = None   # (not counted either)
-        elif ev.applied and key not in unprojected:
+        elif applies[i] and key not in unprojected:
             n = applied.get(key, 0)
             if n is not None:
                 applied[key] = n + 1

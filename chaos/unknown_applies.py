@@ -2,8 +2,9 @@
 "Unknown-outcome applies"). An `apply info` (a COMMIT whose reply was lost) or an apply
 invoke its killed process never completed may or may not have committed; the inbox, the
 projection counter and the final row can prove which, and nothing else is counted.
-Part of chaos.checker: it works on the checker's per-event records (`_Event`: key, version,
-etype, applied, handled_at, handle(), unknown) and each key's known writes."""
+Part of chaos.checker: it works on the checker's per-event records (`_Event`, a view of a row of
+chaos.checkstore's columns: key, version, etype, applied, handled_at, handle(), unknown) and each
+key's known writes."""
 from __future__ import annotations
 
 from collections import defaultdict
@@ -47,14 +48,13 @@ def proves_commit(op: dict) -> bool:
 ALL_LANDED, NONE_LANDED = "all", "none"
 
 
-def resolve_unknown_applies(events: dict[str, Any], writes_by_key: dict[str, list], final: Any) -> None:
+def resolve_unknown_applies(events: Any, writes_by_key: dict[str, list], final: Any) -> None:
     """Decide what the unknown-outcome applies did where the inbox, the projection or the final
     row proves it; the rest leave their event indeterminate (docs/checker.md, "Unknown-outcome
     applies"). Runs after order_writes: landed unknown writes take no part in `reordered`."""
     by_key: dict[str | None, list[Any]] = defaultdict(list)
-    for ev in events.values():
-        if ev.unknown:
-            by_key[ev.key].append(ev)
+    for ev in events.with_unknown():
+        by_key[ev.key].append(ev)
     if not by_key:
         return
     # (the counters and rows of these keys only: the projection may be read a page at a time)

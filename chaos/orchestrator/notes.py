@@ -55,7 +55,7 @@ class WorkNotes:
     def finish(self, events: Mapping[str, Any] | None = None) -> None:
         """The end of a pass fed with `counted`: the events handled counted from `events`."""
         if events is not None:
-            self.handled_count = len(self.handled) + sum(1 for ev in events.values() if ev.where & NOTED)
+            self.handled_count = len(self.handled) + events.count(NOTED)
 
     def work(self) -> tuple[int, float | None]:
         """Events handled, and seconds from the first publish to the last effect."""

@@ -2,12 +2,14 @@
 strings they replaced said, and they stay small (docs/performance.md, the 10^6 memory section)."""
 from __future__ import annotations
 
-import sys
+import gc
+import tracemalloc
+from array import array
 
 from checker_histories import CREATED_42, PAID_42, Ev, History, final
 
 from chaos.checker import _RunScan, check_run
-from chaos.checkstore import DLQ, OK, RECOVERED, _Event, _Writes, entry_key
+from chaos.checkstore import DLQ, OK, RECOVERED, _Events, _Writes, entry_key
 
 PAID = {"42": ("paid", 2)}
 
@@ -34,20 +36,88 @@ def test_an_event_id_seen_under_two_entry_forms_counts_one_extra_entry():
     assert check_run(h.ops, final({"42": ("created", 1)})).counts.duplicate_entries == 1
 
 
-def test_an_ordinary_handled_event_is_a_small_record():
+def test_an_ordinary_handled_event_is_a_row_of_the_columns():
     h = History().publish(CREATED_42, entry_id="1796406132561-0").handle(CREATED_42, "1796406132561-0")
     scan = _RunScan()
     scan.scan(h.ops)
-    ev = scan.events["e42-1"]
-    assert ev.where < 256 and ev.where is (ev.where | 0), "its bits are one of the interpreter's cached small ints"
-    assert sys.getsizeof(ev) <= 128, "12 slots: every slot more is 8 MB at 10^6 events"
-    assert isinstance(ev.entry, int)
-    assert scan.writes["42"] is ev, "its own write is the event itself, not a tuple"
-    assert scan.writes.get("42") == [(ev.handled_at, 1, "e42-1", None)]
+    events, row = scan.events, scan.events.index["e42-1"]
+    assert isinstance(events.where, array) and isinstance(events.entry, array) and isinstance(events.handled_at, array)
+    assert events.entry[row] == entry_key("1796406132561-0") and not events.aside["entry"]
+    assert scan.writes["42"] is row, "its own write is its row number (the int the id maps to), not a tuple"
+    assert scan.writes.get("42") == [(events["e42-1"].handled_at, 1, "e42-1", None)]
+
+
+def ordinary_ops(n: int, start: int = 0) -> list[dict]:
+    """A growth run's ops for `n` events with a key each: published, delivered, applied."""
+    ops, t = [], 1000.0 + start
+    for k in range(start, start + n):
+        ev = {"event_id": f"ej{k}-1", "key": f"j{k}", "version": 1, "etype": "done"}
+        entry = {"entry_id": f"{1796406132561 + k // 50}-{k % 50}", "stream": "orders"}
+        t += 1e-5
+        ops += [{"time": t, "process": "P", "type": "invoke", "f": "publish", **ev},
+                {"time": t + 1e-6, "process": "P", "type": "ok", "f": "publish", **ev, **entry},
+                {"time": t + 2e-6, "process": "C1", "type": "ok", "f": "deliver", **ev, **entry, "via": "read",
+                 "delivery_count": 1},
+                {"time": t + 3e-6, "process": "C1", "type": "ok", "f": "apply", **ev, "rows": 1, "effect": "applied",
+                 "value": {"status": "done", "projection": False}}]
+    return ops
+
+
+def test_the_records_are_no_object_per_event():
+    """10^6 events: an object per event (the 128 B record of before, its entry id's int) is
+    100+ MB; the columns hold an ordinary event's facts in ~46 B of arrays, its row number and
+    the dict slots of its id and key (~150 B). Neither new objects the collector tracks, nor
+    more than 200 B an event of the scan's own allocations (the ops' strs and floats are
+    the history's)."""
+    scan = _RunScan()
+    scan.scan(ordinary_ops(1000))   # (the first rows, the tables and caches)
+    ops = ordinary_ops(20000, start=1000)
+    gc.collect()
+    tracked = len(gc.get_objects())
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        scan.scan(ops)
+        grown = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert len(gc.get_objects()) - tracked < 100, "an object per event: the records went back to objects"
+    assert grown / 20000 <= 200, f"{grown / 20000:.0f} B an event"
+
+
+def test_a_record_round_trips_through_its_row():
+    """What does not fit a column is kept aside, and each field reads back as it was written:
+    its value and its type (a version or time of another type sorts and prints as before)."""
+    events = _Events()
+    plain, odd = events["e1"], events["e2"]
+    plain.learn({"key": 7, "version": 3, "etype": "paid"})
+    odd.learn({"key": "k", "version": "v2", "etype": 5})
+    plain.add_entry("orders", "1796406132561-3")
+    odd.add_entry(None, "not-canonical")
+    plain.handle(1000.5, recovered=True)
+    odd.handle(12, recovered=False)
+    odd.add_unknown(11.5, recovered=True)
+    plain.deliveries, plain.applied = 2, 1
+    assert (plain.key, plain.version, plain.etype, plain.stream, plain.handled_at) == ("7", 3, "paid", "orders", 1000.5)
+    assert plain.entry == entry_key("1796406132561-3") and plain.recovered and plain.unknown is None
+    assert (plain.deliveries, plain.applied, odd.deliveries, odd.applied) == (2, 1, 0, 0)
+    assert (odd.key, odd.version, odd.etype, odd.stream, odd.entry) == ("k", "v2", 5, None, "not-canonical")
+    assert odd.handled_at == 12 and odd.handled_at.__class__ is int and not odd.recovered
+    assert [u.at for u in odd.unknown.applies] == [11.5] and [e.eid for e in events.with_unknown()] == ["e2"]
+    odd.learn({"key": "other", "version": 9, "etype": "x"})   # (known already: kept)
+    assert (odd.key, odd.version, odd.etype) == ("k", "v2", 5)
+    plain.add_entry("orders", "1796406132561-3")
+    assert plain.extra_entries() == 0
+    plain.add_entry("orders", "1796406132561-4")
+    assert plain.extra_entries() == 1 and plain.entries == {"orders": {entry_key("1796406132561-3"),
+                                                                          entry_key("1796406132561-4")}}
+    events["e3"].version = True   # (a bool is no int here: kept aside, read back a bool)
+    assert events["e3"].version is True and events["e3"].key is None and events["e3"].handled_at is None
+    assert list(events) == ["e1", "e2", "e3"] and len(events) == 3 and "e2" in events
 
 
 def test_the_flags_read_and_write_their_bits():
-    ev = _Event("e1")
+    ev = _Events()["e1"]
     ev.ok, ev.dlq = True, True
     assert (ev.ok, ev.dlq, ev.info, ev.failed, ev.recovered) == (True, True, False, False, False)
     assert ev.where == OK | DLQ
@@ -90,12 +160,13 @@ def test_a_write_without_a_version_keeps_none_when_the_version_is_learned_later(
 
 
 def test_writes_keep_a_list_once_a_key_has_two():
-    one, two = _Event("a"), _Event("b")
+    events = _Events()
+    one, two = events["a"], events["b"]
     for ev, at in ((one, 1.0), (two, 2.0)):
         ev.key, ev.version, ev.handled_at = "k", 1, at
-    writes = _Writes()
-    writes.add("k", one)
+    writes = _Writes(events)
+    writes.add("k", one.i)
     writes.add("k", (3.0, 2, "c", None))
-    writes.add("k", two)
+    writes.add("k", two.i)
     assert writes.get("k") == [(1.0, 1, "a", None), (3.0, 2, "c", None), (2.0, 1, "b", None)]
     assert writes.get("nobody") is None and writes.get("nobody", []) == []

@@ -213,7 +213,9 @@ def test_pytest_api_raises_rig_failure_and_the_next_test_gets_a_healthy_topology
     (tmp_path / "test_child.py").write_text(BLACKBOX_TEST)
     (tmp_path / "worker.toml").write_text(worker_config.read_text())
     (tmp_path / "conftest.py").write_text('pytest_plugins = ["chaos.pytest_plugin", "chaos.pytest_plugin.aliases"]\n')
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+    # PYTEST_ADDOPTS stays: the root conftest puts the repository's `-p no:...` there (without
+    # them this child imports hypothesis, anyio and pytest-benchmark: ~1.2 CPU s).
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_") or k == "PYTEST_ADDOPTS"}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
     result = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly",
                              "-o", "addopts=", f"--rootdir={tmp_path}", str(tmp_path / "test_child.py")],

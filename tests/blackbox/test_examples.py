@@ -7,6 +7,8 @@ guarantee: no loss with ack-after-processing when a consumer dies.
 """
 from __future__ import annotations
 
+import os
+
 import pytest
 
 ACK_FIRST = ("python -m examples.redis_py_ack_first", "examples/redis_py_ack_first.toml")
@@ -14,6 +16,17 @@ CAS = ("python -m examples.redis_py_cas", "examples/redis_py_cas.toml")
 TASKIQ = ("taskiq worker examples.taskiq_orders:broker --workers 1 --max-async-tasks 10", "examples/taskiq_orders.toml")
 FASTSTREAM = ("python -m examples.faststream_orders", "examples/faststream_orders.toml")
 KILL = "kill-consumer:at_ms=500"  # mid-backlog: the 200-event burst takes ~1 s to work off
+# The library rows under the stall, the failover and the blip (6 cells, 2.5-3 CPU s each: two
+# library processes importing taskiq or FastStream, a PostgreSQL connection per job) run in the
+# nightly (`CHAOS_NIGHTLY=1`). CI keeps tests that fail for the same bugs: the same three faults
+# in black-box mode (the ack-first and cas rows below: a fault that does not fire, a verdict gone
+# unknown), both libraries as black boxes under a fault
+# (test_ack_after_processing_loses_nothing_when_a_worker_is_killed) and their message formats
+# decoded by the libraries themselves (test_encoders.py); the libraries are pinned.
+LIBRARY_ROW_NIGHTLY = pytest.mark.skipif(
+    os.environ.get("CHAOS_NIGHTLY") != "1",
+    reason="nightly (CHAOS_NIGHTLY=1): CI runs the ack-first and cas rows of these faults, "
+           "test_ack_after_processing_loses_nothing_when_a_worker_is_killed and test_encoders.py")
 
 
 def figures(cell) -> str:
@@ -76,12 +89,14 @@ def test_ack_after_processing_loses_nothing_when_a_worker_is_killed(blackbox, co
 @pytest.mark.slow
 @pytest.mark.parametrize("fault", ["xautoclaim:at=time,at_ms=200", "promote-replica:at_ms=200,hold_ms=300",
                                    "publish-blip"], ids=["xautoclaim", "promote-replica", "publish-blip"])
-@pytest.mark.parametrize("command, config", [ACK_FIRST, CAS, TASKIQ, FASTSTREAM],
-                         ids=["ack-first", "cas", "taskiq", "faststream"])
+@pytest.mark.parametrize("command, config", [
+    pytest.param(*ACK_FIRST, id="ack-first"), pytest.param(*CAS, id="cas"),
+    pytest.param(*TASKIQ, id="taskiq", marks=LIBRARY_ROW_NIGHTLY),
+    pytest.param(*FASTSTREAM, id="faststream", marks=LIBRARY_ROW_NIGHTLY)])
 def test_each_example_under_each_fault(blackbox, command, config, fault) -> None:
-    """Every cell of the docs table is measured, the fault is shown to have fired, and what
-    holds for every consumer holds: a stalled worker or a producer blip loses nothing
-    (the retrying producer gets every event in; a stall loses no acked work)."""
+    """Every cell of the docs table is measured (the library rows in the nightly), the fault is
+    shown to have fired, and what holds for every consumer holds: a stalled worker or a producer
+    blip loses nothing (the retrying producer gets every event in; a stall loses no acked work)."""
     name = fault.partition(":")[0]
     # Liveness is promised for a stall and a blip; after a failover taskiq-redis may leave a
     # dead worker's entries pending for good (docs/blackbox.md): measured, not promised here.

@@ -5,9 +5,12 @@ one JSON object.
 The run is load_bench's `harness_run`; the run's phases (planning the workload, reset, arm,
 workload, drain) and the check's stages (reading the final state, the checker's scan of the
 history, folding the final lists in, counting, the final state's comparison, the notes'
-measure) are wrapped to record this process's RSS as each begins and
-ends, and a thread samples the RSS every 0.2 s to name the stage in which it peaked. What a
-stage adds is what it keeps (or what the allocator did not give back).
+measure) are wrapped to record this process's RSS (and the kernel's high-water mark, VmHWM) as
+each begins and ends, and a thread samples the RSS every 0.2 s to name the stage in which it
+peaked. What a stage adds is what it keeps (or what the allocator did not give back).
+`hwm_rise_mb` says by how much the high-water mark rose inside each stage's calls, the
+checker's scans and the progress watch's polls included (called again and again: not logged
+one by one); a rise outside every wrapped call is a part not wrapped.
 
     python bench/check_stages.py [--events 1000000]
 """
@@ -34,12 +37,24 @@ import chaos.history as history  # noqa: E402
 import chaos.orchestrator.check as checking  # noqa: E402
 import chaos.orchestrator.phases as phases  # noqa: E402
 import chaos.orchestrator.sequence as sequence  # noqa: E402
+import chaos.workload.progress as progress  # noqa: E402
 from chaos.cluster import start_cluster  # noqa: E402
 from load_bench import harness_run, load  # noqa: E402
 
 STAGES = [(phases, "plan_workload"), (phases, "reset"), (phases, "arm"), (phases, "workload"), (sequence, "drain"),
           (checking, "check"), (checking, "read_final"), (checking, "measure"), (checker._RunScan, "scan"),
-          (checker, "_absorb_final"), (checker, "_count_events"), (checker, "_check_final_state")]
+          (checker, "_absorb_final"), (checker, "_count_events"), (checker, "_check_final_state"),
+          (progress.ProgressWatch, "poll")]
+QUIET = {"scan", "poll"}   # called again and again (the fold's batches, the watch's polls): not logged, only their rise
+
+
+def hwm_mb() -> float:
+    """The kernel's high-water mark of this process's RSS (VmHWM), which no sample can miss."""
+    with open("/proc/self/status") as fh:
+        for line in fh:
+            if line.startswith("VmHWM:"):
+                return round(int(line.split()[1]) / 1024, 1)
+    return 0.0
 
 
 class Stages:
@@ -48,6 +63,7 @@ class Stages:
     def __init__(self) -> None:
         self.proc, self.t0 = psutil.Process(), time.monotonic()
         self.log: list[list[Any]] = []
+        self.rise: dict[str, float] = {}   # stage -> how far the kernel's high-water mark rose during its calls
         self.stage, self.peak_mb, self.peak_stage = "before the check", 0.0, ""
         self._stop = threading.Event()
         threading.Thread(target=self._sample, daemon=True).start()
@@ -57,10 +73,7 @@ class Stages:
 
     def mark(self, name: str) -> None:
         self.stage = name
-        if name == "> scan" and self.log and self.log[-1][1] == "< scan":
-            self.log.pop()   # (the fold scans a batch at a time: one entry per run of batches, not thousands)
-            return
-        self.log.append([round(time.monotonic() - self.t0, 1), name, self.rss_mb()])
+        self.log.append([round(time.monotonic() - self.t0, 1), name, self.rss_mb(), hwm_mb()])
 
     def _sample(self) -> None:
         while not self._stop.wait(0.2):
@@ -73,11 +86,17 @@ class Stages:
 
         @functools.wraps(original)
         def wrapped(*args: Any, **kwargs: Any) -> Any:
-            self.mark(f"> {name}")
+            before = hwm_mb()
+            if name not in QUIET:
+                self.mark(f"> {name}")
             try:
                 return original(*args, **kwargs)
             finally:
-                self.mark(f"< {name}")
+                rise = hwm_mb() - before
+                if rise:
+                    self.rise[name] = round(self.rise.get(name, 0.0) + rise, 1)
+                if name not in QUIET:
+                    self.mark(f"< {name}")
         setattr(owner, name, wrapped)
 
 
@@ -119,7 +138,8 @@ def main() -> None:
                       "load_after": load(), "peak_rss_mb": stages.peak_mb, "peak_in": stages.peak_stage,
                       # the kernel's own high-water mark of this process (the samples are 0.2 s apart)
                       "max_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
-                      "files_read_whole": sorted(whole), "stages": stages.log, "counts": counts, "run": run}))
+                      "hwm_rise_mb": stages.rise, "files_read_whole": sorted(whole), "stages": stages.log,
+                      "counts": counts, "run": run}))
 
 
 if __name__ == "__main__":

@@ -41,6 +41,9 @@ class Planned:
         return events if isinstance(events, Planned) else Planned(events)
 
 
+SEED_CHUNK = 100_000   # keys whose rows one statement creates (in the keys' order, as one statement did)
+
+
 def plan_workload(strategy: Strategy, seed: int) -> tuple[list[Event], list[ProcessPlan]]:
     """One run's routed events and producer plans (10^5 events: about 0.5 CPU s, so made once per run)."""
     events = strategy.delivery.route(strategy.workload.make_events(random.Random(seed)))
@@ -62,8 +65,10 @@ def reset(run: Run, events: list[Event]) -> None:
         if guard.schema:
             conn.execute(guard.schema)
         schema.truncate_all(conn)
-        if guard.seeds_rows:
-            schema.seed_rows(conn, {e.key for e in events})
+        if guard.seeds_rows:   # (in chunks: one statement of 10^6 keys took ~230 MB of this process at once)
+            keys = sorted({e.key for e in events})
+            for start in range(0, len(keys), SEED_CHUNK):
+                schema.seed_rows(conn, keys[start:start + SEED_CHUNK])
     run.cell.pg(prepare)
     for stream in run.cell.streams:
         r.xgroup_create(stream, GROUP, id="0", mkstream=True)

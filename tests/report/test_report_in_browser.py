@@ -69,9 +69,14 @@ def chromium() -> str | None:
 
 
 @pytest.fixture(scope="module")
-def tools() -> tuple[list[str], str]:
-    browser, allure = chromium(), allure_command()
+def tools(shared_once) -> tuple[list[str], str]:
+    """Allure 3 (looked up once per session: each `--version` through npx starts node, ~1.4 CPU s)
+    and Chromium."""
+    browser = chromium()
     if browser is None:
+        pytest.skip("Chromium is missing: apt-get install -y chromium")
+    allure = shared_once("allure3-command", lambda _folder: allure_command())
+    if allure is None:
         pytest.skip("Chromium is missing: apt-get install -y chromium")
     if allure is None:
         pytest.skip(f"Allure 3 is missing: run `npx -y allure@{ALLURE_VERSION} --version` once (caches it), "

@@ -188,7 +188,7 @@ class _RunScan:
         own = events.keys[i]
         if key is not None:
             key = str(key)
-            key = own if key == own else events.key_str(key)   # (the str the record holds: one per key)
+            key = own if key == own else events.key_str(key)   # (the interned str the record holds: one per key)
         else:
             key = own
         value = op.get("value")
@@ -398,7 +398,7 @@ def _count_events(scan: _RunScan, intended: int, stopped: set[str], counts: Coun
                                                      events.handled_at, events.keys)
     versions, odd_version, odd_time = events.version, events.aside["version"], events.aside["handled_at"]
     entries, unknowns = events.entries, events.unknown
-    for eid, i in events.index.items():
+    for eid, i in zip(events.eids, events.seal()):   # (sealed: the id index's memory is top_by_key's)
         t = handled_at[i]
         handled = t == t or i in odd_time   # (NaN: none, or one kept aside)
         where = wheres[i]

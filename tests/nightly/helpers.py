@@ -23,8 +23,14 @@ def run_pytest(*args: str, cwd: Path = ROOT, timeout: float = 600,
                           capture_output=True, timeout=timeout)
 
 
-def collected_ids(*args: str, env: dict[str, str] | None = None) -> list[str]:
-    """Node ids `pytest --collect-only -q ARGS` selects (fails the test if collection fails)."""
+def collection(*args: str, env: dict[str, str] | None = None) -> tuple[list[str], str]:
+    """Node ids `pytest --collect-only -q ARGS` selects, and its output (fails the test if
+    collection fails)."""
     proc = run_pytest("--collect-only", "-q", *args, env=env)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    return [line for line in proc.stdout.splitlines() if "::" in line and not line.startswith(" ")]
+    return [line for line in proc.stdout.splitlines() if "::" in line and not line.startswith(" ")], proc.stdout
+
+
+def collected_ids(*args: str, env: dict[str, str] | None = None) -> list[str]:
+    """Node ids `pytest --collect-only -q ARGS` selects (fails the test if collection fails)."""
+    return collection(*args, env=env)[0]

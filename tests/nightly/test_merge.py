@@ -152,7 +152,13 @@ def test_bad_shard_input_is_refused_before_anything_is_written(tmp_path, make, w
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.skipif(os.environ.get("CHAOS_NIGHTLY") != "1", reason=(
+    "nightly tier (CHAOS_NIGHTLY=1): two real Allure 2 nights (Java: ~8 CPU s, ~20 s). CI keeps "
+    "tests/report/test_report_in_browser.py::test_allure2_applies_the_same_categories_and_the_merge_carries_its_history, "
+    "one Allure 2 night through the merge's generate step from a previous night's trend, which fails for the "
+    "same merge bugs (the previous history not handed to Allure 2, the new one not kept)"))
 def test_allure2_carries_its_history_dir_from_one_night_to_the_next(shards, tmp_path):
+    """Allure 2 itself reads back the history it wrote the night before (its format, end to end)."""
     cli, why = find_allure("npx -y allure-commandline@2.46.1")
     if cli is None:
         pytest.skip(f"Allure 2 CLI not available here: {why}")

@@ -3,13 +3,17 @@ from __future__ import annotations
 
 import json
 import random
+from pathlib import Path
 
 import pytest
 
 from chaos.pytest_plugin.shard import parse_shard, split
 
 from .conftest import REAL_SHARD
-from .helpers import collected_ids, run_pytest
+from .helpers import collected_ids, collection, run_pytest
+
+SMALL = ("tests/checker/test_history_io.py", "tests/faults/test_params.py")   # two small modules
+KEYWORD = "history or describes"
 
 
 def assert_partition(shards: list[list[str]], whole: list[str]) -> None:
@@ -30,22 +34,33 @@ def test_shards_of_the_real_collection_are_disjoint_and_cover_it(real_collection
     assert max(map(len, shards)) - min(map(len, shards)) <= 1   # no durations file: balanced by count
 
 
-def test_shards_follow_a_keyword_filter():
-    paths = ("tests/checker/test_history_io.py", "tests/faults/test_params.py")   # two small modules: 4 collections
-    everything = collected_ids(*paths)
-    selected = collected_ids(*paths, "-k", "history or describes")
+@pytest.fixture
+def small_collections(shared_once) -> dict:
+    """The collections of SMALL the tests below read, made once per session (each a pytest
+    process, ~0.8 CPU s): all of it, its KEYWORD selection, and that selection's two shards
+    with a durations file that does not exist (their output too, for its header)."""
+    def build(folder: Path) -> dict:
+        missing = str(folder / "missing.json")
+        shards = [collection(*SMALL, "-k", KEYWORD, "--chaos-shard", f"{k}/2", "--chaos-durations", missing)
+                  for k in (1, 2)]
+        return {"everything": collected_ids(*SMALL), "selected": collected_ids(*SMALL, "-k", KEYWORD),
+                "shards": [ids for ids, _ in shards], "shard_2_output": shards[1][1]}
+    return shared_once("small-collections", build)
+
+
+def test_shards_follow_a_keyword_filter(small_collections):
+    everything, selected = small_collections["everything"], small_collections["selected"]
     assert 0 < len(selected) < len(everything)
-    shards = [collected_ids(*paths, "-k", "history or describes", "--chaos-shard", f"{k}/2") for k in (1, 2)]
-    assert_partition(shards, selected)
+    assert_partition(small_collections["shards"], selected)
 
 
-def test_recorded_durations_balance_the_shards(tmp_path, whole_collection):
-    paths = ("tests/checker/test_history_io.py", "tests/faults/test_params.py")
+def test_recorded_durations_balance_the_shards(tmp_path, whole_collection, small_collections):
+    paths = SMALL
     durations = tmp_path / "durations.json"
     proc = run_pytest("-q", *paths, "--chaos-store-durations", str(durations))
     assert proc.returncode == 0, proc.stdout[-2000:]
     recorded = json.loads(durations.read_text())
-    ids = collected_ids(*paths)
+    ids = small_collections["everything"]
     assert sorted(recorded) == sorted(ids) and all(v >= 0 for v in recorded.values())
     # recorded durations, with a few tests made slow: the option balances them across shards
     slow = ids[::7]
@@ -67,17 +82,17 @@ def test_recorded_durations_balance_the_shards(tmp_path, whole_collection):
     assert max(loads) - min(loads) <= max(weights.values()), loads
 
 
-def test_the_header_says_which_shard_and_how_it_was_balanced(tmp_path):
-    proc = run_pytest("--collect-only", "-q", "tests/faults/test_params.py", "--chaos-shard", "2/2",
-                      "--chaos-durations", str(tmp_path / "missing.json"))
-    assert proc.returncode == 0
-    assert "chaos shard 2/2:" in proc.stdout and "balanced by count (no durations file)" in proc.stdout
+def test_the_header_says_which_shard_and_how_it_was_balanced(small_collections):
+    """A durations file that does not exist (a first night) balances by count, and says so."""
+    out = small_collections["shard_2_output"]
+    assert "chaos shard 2/2:" in out and "balanced by count (no durations file)" in out
 
 
-def test_an_xdist_run_of_a_shard_runs_exactly_that_shard():
-    args = ("tests/faults/test_params.py", "tests/checker/test_history_io.py")
-    mine = collected_ids(*args, "--chaos-shard", "1/2")
-    proc = run_pytest("-q", "-n", "2", "-rA", *args, "--chaos-shard", "1/2")
+def test_an_xdist_run_of_a_shard_runs_exactly_that_shard(small_collections):
+    """What the xdist workers ran is the shard `split` makes of the collection (what the option
+    collects without xdist: test_recorded_durations_... and test_shards_of_the_real_collection_...)."""
+    mine = split(small_collections["everything"], 2)[0]
+    proc = run_pytest("-q", "-n", "2", "-rA", *reversed(SMALL), "--chaos-shard", "1/2")
     assert proc.returncode == 0, proc.stdout[-3000:]
     ran = sorted(line.split(" ", 1)[1] for line in proc.stdout.splitlines() if line.startswith("PASSED "))
     assert ran == sorted(mine)

@@ -9,6 +9,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 from chaos.pytest_plugin.allure_results import properties_text
 from chaos.report.categories import CATEGORIES
 
@@ -62,43 +64,55 @@ def test_a_test_without_a_cell_is_filed_under_its_directory_and_module(tmp_path)
     assert ("epic", tmp_path.name) in labels
 
 
-def test_results_from_an_earlier_session_are_pointed_out(tmp_path):
-    results = tmp_path / "results"
-    # the earlier session's results need no topology (a plain test: no servers to start)
-    assert pytest_run(tmp_path, "def test_plain():\n    pass\n", f"--alluredir={results}").returncode == 0
-    for path in results.glob("*-result.json"):
-        os.utime(path, (1, 1))
-    proc = pytest_run(tmp_path, "def test_uses_the_cluster(chaos_cluster):\n    pass\n", f"--alluredir={results}")
-    assert re.search(r"allure: \d+ result\(s\) in .* earlier session", proc.stdout), proc.stdout
+THEIRS = [{"name": "Product defects", "matchedStatuses": ["failed"]}, {"name": CATEGORIES[0]["name"]}]
 
 
-def test_a_session_that_uses_no_chaos_fixture_is_left_alone(tmp_path):
+@pytest.fixture
+def two_sessions(shared_once) -> dict:
+    """Two sessions into one results dir that holds the project's own categories.json, run once
+    for the three tests that read them (each a pytest process; the second starts a topology):
+    first a session that uses no chaos fixture, then, its results aged, one that starts a topology."""
+    def build(folder: Path) -> dict:
+        results = folder / "results"
+        results.mkdir()
+        (results / "categories.json").write_text(json.dumps(THEIRS))
+        plain = pytest_run(folder, "def test_plain():\n    pass\n", f"--alluredir={results}")
+        seen = {"plain": {"returncode": plain.returncode, "out": plain.stdout + plain.stderr,
+                          "environment": (results / "environment.properties").exists(),
+                          "categories": json.loads((results / "categories.json").read_text()),
+                          "results": [json.loads(p.read_text()) for p in results.glob("*-result.json")]}}
+        for path in results.glob("*-result.json"):
+            os.utime(path, (1, 1))
+        chaos = pytest_run(folder, "def test_uses_the_cluster(chaos_cluster):\n    pass\n", f"--alluredir={results}")
+        seen["chaos"] = {"returncode": chaos.returncode, "out": chaos.stdout + chaos.stderr,
+                         "categories": json.loads((results / "categories.json").read_text())}
+        return seen
+    return shared_once("pytest-allure-two-sessions", build)
+
+
+def test_results_from_an_earlier_session_are_pointed_out(two_sessions):
+    proc = two_sessions["chaos"]
+    assert re.search(r"allure: \d+ result\(s\) in .* earlier session", proc["out"]), proc["out"]
+
+
+def test_a_session_that_uses_no_chaos_fixture_is_left_alone(two_sessions):
     """The plugin is installed but the session does not use it: no header line, no labels on
     its tests, nothing of ours in its results, and its own categories.json untouched."""
-    results = tmp_path / "results"
-    results.mkdir()
-    theirs = [{"name": "Product defects", "matchedStatuses": ["failed"]}]
-    (results / "categories.json").write_text(json.dumps(theirs))
-    proc = pytest_run(tmp_path, "def test_plain():\n    pass\n", f"--alluredir={results}")
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "chaos" not in proc.stdout, proc.stdout
-    assert not (results / "environment.properties").exists()
-    assert json.loads((results / "categories.json").read_text()) == theirs
-    (result,) = [json.loads(p.read_text()) for p in results.glob("*-result.json")]
+    proc = two_sessions["plain"]
+    assert proc["returncode"] == 0, proc["out"]
+    assert "chaos" not in proc["out"], proc["out"]
+    assert not proc["environment"]
+    assert proc["categories"] == THEIRS
+    (result,) = proc["results"]
     assert not {lab["name"] for lab in result["labels"]} & {"epic", "feature", "story"}, result["labels"]
 
 
-def test_the_chaos_categories_are_merged_into_a_projects_own(tmp_path):
+def test_the_chaos_categories_are_merged_into_a_projects_own(two_sessions):
     """A session that ran a topology puts the chaos categories first and keeps the project's
     own after them (one of the same name as ours is replaced)."""
-    results = tmp_path / "results"
-    results.mkdir()
-    theirs = [{"name": "Product defects", "matchedStatuses": ["failed"]}, {"name": CATEGORIES[0]["name"]}]
-    (results / "categories.json").write_text(json.dumps(theirs))
-    proc = pytest_run(tmp_path, "def test_uses_the_cluster(chaos_cluster):\n    pass\n", f"--alluredir={results}")
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert json.loads((results / "categories.json").read_text()) == [*CATEGORIES, theirs[0]]
-    assert (results / "environment.properties").exists()
+    proc = two_sessions["chaos"]
+    assert proc["returncode"] == 0, proc["out"]
+    assert proc["categories"] == [*CATEGORIES, THEIRS[0]]
 
 
 def test_an_unwritable_alluredir_is_refused_before_the_tests_run(tmp_path):

@@ -30,6 +30,8 @@ from pathlib import Path
 
 import pytest
 
+from chaos.report.merge import ALLURE2_HISTORY, AllureCli, find_allure, generate
+
 REPO = Path(__file__).resolve().parents[2]
 SHOTS = REPO / "reports" / "screenshots"
 ALLURE_VERSION = "3.18.0"
@@ -54,16 +56,12 @@ def allure_command() -> list[str] | None:
     return None
 
 
-def allure2_command() -> list[str] | None:
+def allure2() -> AllureCli | None:
     """Allure 2 (npm allure-commandline, needs Java) when npx has it cached, else None."""
     if not (shutil.which("npx") and shutil.which("java")):
         return None
-    command = ["npx", "--no-install", "allure-commandline@2.46.1"]
-    try:
-        out = subprocess.run([*command, "--version"], capture_output=True, text=True, timeout=120)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return command if out.returncode == 0 and out.stdout.strip().startswith("2.") else None
+    cli, _ = find_allure("npx --no-install allure-commandline@2.46.1")
+    return cli if cli is not None and cli.major == "2" else None
 
 
 def chromium() -> str | None:
@@ -71,9 +69,14 @@ def chromium() -> str | None:
 
 
 @pytest.fixture(scope="module")
-def tools() -> tuple[list[str], str]:
-    browser, allure = chromium(), allure_command()
+def tools(shared_once) -> tuple[list[str], str]:
+    """Allure 3 (looked up once per session: each `--version` through npx starts node, ~1.4 CPU s)
+    and Chromium."""
+    browser = chromium()
     if browser is None:
+        pytest.skip("Chromium is missing: apt-get install -y chromium")
+    allure = shared_once("allure3-command", lambda _folder: allure_command())
+    if allure is None:
         pytest.skip("Chromium is missing: apt-get install -y chromium")
     if allure is None:
         pytest.skip(f"Allure 3 is missing: run `npx -y allure@{ALLURE_VERSION} --version` once (caches it), "
@@ -378,22 +381,31 @@ def test_a_cell_whose_rig_broke_is_broken_and_in_the_rig_category(report, shots)
     shown(shots, "allure-broken-cell.png")
 
 
-def test_allure2_applies_the_same_categories_from_the_results_dir(report, tmp_path):
-    """Allure 2 reads categories.json and environment.properties that the plugin wrote."""
-    allure2 = allure2_command()
-    if allure2 is None:
+def test_allure2_applies_the_same_categories_and_the_merge_carries_its_history(report, tmp_path):
+    """Allure 2 reads categories.json and environment.properties that the plugin wrote. Generated
+    through the nightly merge's own Allure 2 step (chaos.report.merge.generate) with a previous
+    night's state: the merge hands the previous trend to Allure 2 and keeps the new one for the
+    next night (the two real nights: tests/nightly/test_merge.py, nightly tier)."""
+    cli = allure2()
+    if cli is None:
         pytest.skip("Allure 2 is missing: java and `npx -y allure-commandline@2.46.1 --version` (caches it)")
-    out = tmp_path / "allure2-report"
-    gen = subprocess.run([*allure2, "generate", str(report["results"]), "-o", str(out), "--clean"],
-                         capture_output=True, text=True, timeout=300)
-    assert gen.returncode == 0, gen.stdout + gen.stderr
-    categories = json.loads((out / "data" / "categories.json").read_text())["children"]
+    out, state = tmp_path / "night", tmp_path / "state"
+    shutil.copytree(report["results"], out / "allure-results")
+    previous = [{"data": {"failed": 0, "broken": 0, "skipped": 0, "passed": 3, "unknown": 0, "total": 3}}]
+    (state / ALLURE2_HISTORY).mkdir(parents=True)          # a night before, as Allure 2 writes its trend
+    (state / ALLURE2_HISTORY / "history-trend.json").write_text(json.dumps(previous))
+    generated, why = generate(cli, out, state, "night 2")
+    assert generated == out / "allure-report", why
+    categories = json.loads((generated / "data" / "categories.json").read_text())["children"]
     def leaves(node: dict) -> list[str]:  # category > message > test
         return [name for child in node.get("children", []) for name in leaves(child)] or [node["name"]]
     assert {c["name"]: leaves(c) for c in categories} == {"Wrong final state": ["baseline x none"],
                                                           RIG_CATEGORY: ["s1 x test-kill-proxy-server"]}
-    env = {e["name"]: e["values"] for e in json.loads((out / "widgets" / "environment.json").read_text())}
+    env = {e["name"]: e["values"] for e in json.loads((generated / "widgets" / "environment.json").read_text())}
     assert env["seed"] == ["11"] and env["redis.version"][0][0].isdigit()
+    trend = json.loads((generated / "history" / "history-trend.json").read_text())
+    assert [point["data"]["total"] for point in trend] == [4, 3], trend    # this night, then the one before
+    assert json.loads((state / ALLURE2_HISTORY / "history-trend.json").read_text()) == trend
 
 
 def test_matrix_page(tools, tmp_path):

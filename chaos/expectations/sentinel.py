@@ -45,7 +45,7 @@ CI runs the few cells in ``CI_CELLS`` (suites/sentinel); the rest are the nightl
 from __future__ import annotations
 
 from chaos.expectations.cells import Cell, rows
-from chaos.expectations.failover import WORKLOAD, copy_bounds, fits, keeps_version_order, prefetches, rejects_copies
+from chaos.expectations.failover import copy_bounds, fits, keeps_version_order, prefetches, rejects_copies, workload
 from chaos.expectations.table import each_run, eq, ge, le
 from chaos.strategies.presets import PRESETS
 from chaos.workload.rates import BreakRate
@@ -58,8 +58,10 @@ MANUAL = f"{HELD},mode=manual"
 RUN_COUNT = 2
 # A job in hand at the cut redelivered (and, with a plain UPDATE, applied twice: s1's duplicated
 # broke in exactly the runs its redelivered did). Measured with `python -m chaos run --topology
-# sentinel --preset s1|s5 --part workload=<WORKLOAD> --fault <PARTITION> --runs 16 --json`,
+# sentinel --preset s1|s5 --part workload=<workload(preset)> --fault <PARTITION> --runs 16 --json`,
 # seeds 1000 and 4000, at load 23-31: s1 redelivered in 15/16 + 15/16 runs, s5 in 16/16 + 16/16.
+# A one-consumer preset has the failover area's 20 ms jobs (failover.workload): s1 with them, the
+# same seeds beside two CPU hogs (load 13-15), 15/16 + 16/16.
 PARTITION_REDELIVERY = BreakRate(62, 64, floor=RUN_COUNT)
 
 
@@ -82,7 +84,7 @@ def partition_cell(preset: str) -> Cell:
         bounds["duplicated"] = each_run(ge(1), rate=rate)
     if keeps_version_order(preset):
         bounds["wrong_final_state_runs"] = eq(0)
-    return Cell(preset, (PARTITION,), rate.runs, bounds, parts={"workload": WORKLOAD},
+    return Cell(preset, (PARTITION,), rate.runs, bounds, parts={"workload": workload(preset)},
                 note=f"primary cut from clients and Sentinels, still replicating, fenced (NOREPLICAS) from the "
                      f"heal to its demotion: nothing acknowledged lost; "
                      f"a job in hand comes back after Sentinel promotes the replica (its rate: {rate})")
@@ -98,7 +100,7 @@ def kill_cell(preset: str) -> Cell:
     bounds = dict(redelivered=each_run(ge(1)), published=each_run(ge(100)), **_guard_bounds(preset))
     if not prefetches(preset):
         bounds["lost"] = each_run(ge(1))
-    return Cell(preset, (KILL_HELD + _until(preset),), RUN_COUNT, bounds, parts={"workload": WORKLOAD},
+    return Cell(preset, (KILL_HELD + _until(preset),), RUN_COUNT, bounds, parts={"workload": workload(preset)},
                 note="replication held 500 ms, primary killed, Sentinel promotes: acknowledged entries lost, "
                      "processed ones redelivered")
 
@@ -107,7 +109,7 @@ def manual_cell(preset: str) -> Cell:
     bounds = dict(redelivered=each_run(ge(1)), published=each_run(ge(100)), **_guard_bounds(preset))
     if not prefetches(preset):
         bounds["lost"] = each_run(ge(1))
-    return Cell(preset, (MANUAL + _until(preset),), RUN_COUNT, bounds, parts={"workload": WORKLOAD},
+    return Cell(preset, (MANUAL + _until(preset),), RUN_COUNT, bounds, parts={"workload": workload(preset)},
                 note="SENTINEL FAILOVER: the old primary takes writes and acks until demoted, all dropped "
                      "(redis/redis#6062); acked entries come back through > (redis/redis#5433)")
 

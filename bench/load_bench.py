@@ -15,8 +15,10 @@ producer, consumer processes, the checker. Sections (--only picks some):
   kind of process (less at the mercy of the shared machine than the wall time), and the peak RSS
   of every process (sampled every 0.2 s; workers named from the history's spawn ops).
 * growth: the throughput run with 4 consumers through the proxies at 10^4, 10^5 and 10^6
-  events: wall time per size and the ratio per doubling (1.0 = linear). 10^6 is skipped
-  when the 10^5 run says it would take more than --max-growth-s.
+  events: wall time per size and the ratio per doubling (1.0 = linear), the check's share of
+  the wall time and the orchestrator's CPU seconds by phase (the check's CPU moves much less
+  with the machine's load than its wall time). 10^6 is skipped when the 10^5 run says it
+  would take more than --max-growth-s.
 * failover: `s1` under promote-replica, 3 runs at time scale 0.25: each phase's mean time.
 
 The machine is shared: every section records the 1-minute load average before and after.
@@ -26,6 +28,7 @@ The machine is shared: every section records the 1-minute load average before an
 from __future__ import annotations
 
 import argparse
+import bisect
 import json
 import math
 import os
@@ -90,6 +93,7 @@ class PeakMemory:
         self.interval_s, self.tree_every_s, self.peak, self.names = interval_s, tree_every_s, {}, {}
         self.cpu: dict[int, float] = {}
         self.cpu_before: dict[int, float] = {}
+        self.own: list[tuple[float, float]] = []   # (monotonic time, this process's CPU s) at each sample
         self.sampler_cpu_s = 0.0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._sample, daemon=True)
@@ -124,6 +128,8 @@ class PeakMemory:
                         times = proc.cpu_times()
                         rss = proc.memory_info().rss
                     self.cpu[pid] = times.user + times.system
+                    if pid == me.pid:
+                        self.own.append((time.monotonic(), self.cpu[pid]))
                     if pid not in self.names:
                         self.names[pid] = _label(proc, me.pid)
                     if rss > self.peak.get(pid, 0):
@@ -147,6 +153,22 @@ class PeakMemory:
             out[kind] += cpu - self.cpu_before.get(pid, 0.0) - (self.sampler_cpu_s if pid == me else 0.0)
         out["bench sampler (in this process)"] = self.sampler_cpu_s
         return {k: round(v, 1) for k, v in sorted(out.items(), key=lambda kv: -kv[1])}
+
+    def own_cpu_between(self, start: float, end: float) -> float:
+        """This process's CPU seconds from `start` to `end` (monotonic), interpolated between
+        the samples (0.2 s apart; the sampler's own CPU, listing the tree once a second, is in it)."""
+        def at(t: float) -> float:
+            samples = self.own
+            if not samples:
+                return 0.0
+            i = bisect.bisect_left(samples, t, key=lambda s: s[0])
+            if i == 0:
+                return samples[0][1]
+            if i == len(samples):
+                return samples[-1][1]
+            (t0, c0), (t1, c1) = samples[i - 1], samples[i]
+            return c0 + (c1 - c0) * (t - t0) / (t1 - t0) if t1 > t0 else c1
+        return at(end) - at(start)
 
     def by_name(self, workers: dict[int, str]) -> dict[str, float]:
         """MB per process, workers named from the run's history."""
@@ -230,6 +252,13 @@ def harness_run(cluster: Any, consumers: int, jobs: int, memory: bool = False) -
            # planning the workload, starting the run dir, summarizing: the wall time outside the phases
            "outside_phases_s": round(wall - sum(v for k, v in phases.items() if not k.startswith("fault:")), 2)}
     if peak is not None:
+        # the orchestrator's own CPU seconds by phase: what the check costs it, whatever else the
+        # shared machine runs (the wall share above moves with the load; this much less)
+        cpu: dict[str, float] = defaultdict(float)
+        for phase in getattr(result, "phases", []) or []:
+            if not phase.name.startswith("fault:"):
+                cpu[phase.name] += peak.own_cpu_between(phase.start, phase.end)
+        out["orchestrator_cpu_s_by_phase"] = {k: round(v, 2) for k, v in cpu.items()}
         by_name = peak.by_name(workers)
         out["peak_rss_mb"] = by_name.get("orchestrator+checker (this process)")
         out["peak_rss_mb_by_process"] = by_name

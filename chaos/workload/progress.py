@@ -23,6 +23,10 @@ from chaos.history import HistoryError, history_dir, history_files, merge_files,
 # Publish and ack ops only say that work went on: of those, only the last one read is parsed, for
 # its time (half of a run's ops; the history writer writes them compact, so the text is exact).
 _PUBLISH, _ACK = b'"f":"publish"', b'"f":"ack"'
+# Read from one file at a time: a poll that comes seconds after the last one (a loaded machine)
+# finds tens of MB written; read whole with its list of lines, that was 50-250 MB of the
+# orchestrator's at once (bench/check_stages.py: the high-water mark rose inside the polls).
+READ_BYTES = 4 << 20
 
 
 def _useful(op: dict) -> bool:
@@ -170,18 +174,23 @@ class ProgressWatch:
                 continue
             if size <= start:
                 continue
+            keep = self.keep and not name.startswith(".")   # (read_history's glob skips dot files)
             with open(path, "rb") as fh:
                 fh.seek(start)
-                data = self.partial.pop(path, b"") + fh.read(size - start)
-            self.offsets[path] = size
-            lines = data.split(b"\n")
-            if lines[-1]:
-                self.partial[path] = lines[-1]
-            del lines[-1]
-            if self.keep and not name.startswith("."):   # (read_history's glob skips dot files)
-                self._keep(path, lines)
-            else:
-                self._scan(lines)
+                while start < size:   # (READ_BYTES at a time: polls far apart found 100+ MB written)
+                    chunk = fh.read(min(READ_BYTES, size - start))
+                    if not chunk:
+                        break
+                    start += len(chunk)
+                    self.offsets[path] = start
+                    lines = (self.partial.pop(path, b"") + chunk).split(b"\n")
+                    if lines[-1]:
+                        self.partial[path] = lines[-1]
+                    del lines[-1]
+                    if keep:
+                        self._keep(path, lines)
+                    else:
+                        self._scan(lines)
         return self.last_useful
 
     def _scan(self, lines: list[bytes]) -> None:

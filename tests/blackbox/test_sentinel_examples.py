@@ -48,7 +48,8 @@ def run(command: str, worker_config: Path, tmp_path: Path) -> tuple[int, dict]:
 def figures(data: dict) -> str:
     return ", ".join(f"{k}={data.get(k)}" for k in ("verdict", "published", "handled", "undelivered", "pending_left",
                                                     "stopped_consuming", "wrong_keys", "unsettled_keys",
-                                                    "indeterminate", "dropped", "stalled_after_heal_s"))
+                                                    "indeterminate", "dropped", "stalled_after_heal_s",
+                                                    "run_dir"))   # (kept when the cell failed: the workers' logs)
 
 
 @pytest.mark.slow(seconds=80)

@@ -58,13 +58,28 @@ def exchange(r: redis.Redis, commands: list[tuple[Any, ...]], *, raise_on_error:
         pool = r.connection_pool
         conn = pool.get_connection()
         try:
-            return _exchange_on(conn, commands, raise_on_error)
+            replies = _exchange_on(conn, commands, raise_on_error)
         except (redis.ConnectionError, redis.TimeoutError, OSError):
             conn.disconnect()
             raise
+        except redis.ResponseError as exc:
+            _leave_if_fenced(conn, [exc])
+            raise
+        else:
+            _leave_if_fenced(conn, replies)
+            return replies
         finally:
             pool.release(conn)
     return _exchange_on(pinned(r), commands, raise_on_error)
+
+
+def _leave_if_fenced(conn: AbstractConnection, replies: list[Any]) -> None:
+    """A NOREPLICAS reply through Sentinel: the node may be an old primary fenced with
+    min-replicas-to-write until Sentinel demotes it, named to this client just before the
+    switch. Drop the connection so the next exchange asks Sentinel again, as redis-py does for
+    READONLY (a demoted one); a true primary short of replicas is named again."""
+    if any(isinstance(x, redis.ResponseError) and str(x).startswith("NOREPLICAS") for x in replies):
+        conn.disconnect()
 
 
 def _exchange_on(conn: AbstractConnection, commands: list[tuple[Any, ...]], raise_on_error: bool) -> list[Any]:

@@ -24,6 +24,7 @@ from chaos.cluster.errors import MissingBinary, Unsupported
 from chaos.cluster.sentinel import ENV, SentinelSpec, UnknownTopology, parse_topology, sentinel_binary
 from chaos.cluster.sentinel_client import redis_client
 from chaos.errors import BadArguments
+from chaos.workload.link import exchange
 from faults.interface import FaultError
 from faults.local import FaultThread, LocalContext
 from faults.registry import get_fault
@@ -227,6 +228,15 @@ def test_min_replicas_refuses_writes_once_the_replica_stops_acking():
                 refused = str(exc)
             time.sleep(0.01)
         assert refused and refused.startswith("NOREPLICAS"), f"no refusal after {accepted} writes: {refused}"
+        # Through Sentinel a NOREPLICAS reply drops the pooled connection, so the next call asks
+        # Sentinel for the primary again: a fenced old primary can be named to a client just
+        # before the switch (chaos.workload.link.exchange; redis-py itself does so for READONLY).
+        via = redis_client(redis_url="", sentinels=cluster.sentinel_addresses(), master_name=cluster.master_name)
+        with pytest.raises(redis.ResponseError, match="NOREPLICAS"):
+            exchange(via, [("XADD", "s", "*", "n", "via")])
+        pooled = via.connection_pool._available_connections
+        assert pooled and all(conn._sock is None for conn in pooled), "the fenced primary's connection was kept"
+        via.close()
         for stream in ("downstream", "upstream"):
             cluster.api.remove_toxic(link, f"hold-{stream}")
         cluster.reset()

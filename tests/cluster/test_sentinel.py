@@ -22,12 +22,14 @@ from chaos.cluster import start_cluster
 from chaos.cluster.endpoint import Endpoint
 from chaos.cluster.errors import MissingBinary, Unsupported
 from chaos.cluster.sentinel import ENV, SentinelSpec, UnknownTopology, parse_topology, sentinel_binary
+from chaos.cluster.sentinels import DEFAULT_DOWN_AFTER_MS
 from chaos.cluster.sentinel_client import redis_client
 from chaos.errors import BadArguments
 from chaos.workload.link import exchange
 from faults.interface import FaultError
 from faults.local import FaultThread, LocalContext
 from faults.registry import get_fault
+from faults.sentinel_failover import VOTER_DOWN_AFTER_MS
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -108,15 +110,29 @@ def test_clients_find_the_new_primary_by_asking_sentinel(sentinel_cluster):
     client.close()
 
 
+def _down_after(cluster) -> list[int]:
+    out = []
+    for client in cluster.sentinel_clients():
+        reply = client.execute_command("SENTINEL", "MASTER", cluster.master_name)
+        fields = dict(zip(reply[::2], reply[1::2]))
+        out.append(int(fields.get("down-after-milliseconds", fields.get(b"down-after-milliseconds"))))
+    return out
+
+
 def test_reset_restores_the_original_roles(sentinel_cluster):
     cluster = sentinel_cluster
     ctx = LocalContext(cluster, time_scale=0.2)
     with FaultThread(get_fault("sentinel-failover:mode=kill,after_entries=0,at_ms=0"), ctx):
         pass
     assert cluster.failed_over and str(cluster.sentinel_master()).endswith(f":{_proxy_ports(cluster)['replica']}")
+    # once the failover is done no Sentinel judges the new primary down again within the run
+    # (a starved new primary was failed over a second time beside two CPU hogs)
+    assert ctx.ops[-1]["value"]["calmed"] == len(cluster.sentinel_clients())
+    assert set(_down_after(cluster)) == {VOTER_DOWN_AFTER_MS}
     started = time.monotonic()
     cluster.reset()
     took = time.monotonic() - started
+    assert set(_down_after(cluster)) == {DEFAULT_DOWN_AFTER_MS}, "the reset gives the Sentinels their own timing back"
     assert cluster.node_role("a") == "master" and cluster.node_role("b") == "slave"
     assert cluster.sentinel_master() == cluster.node_address("a")
     assert not cluster.sentinels.problem()

@@ -136,17 +136,10 @@ class _Events:
 
     # -- the cells whose value may be kept aside
     def get_version(self, i: int) -> Any:
-        v = self.version[i]
-        return v if v != ASIDE else self.aside["version"].get(i)
+        return _get_int(self.version, self.aside["version"], i)
 
     def set_version(self, i: int, v: Any) -> None:
-        aside = self.aside["version"]
-        if v.__class__ is int and -_TOP < v < _TOP:
-            self.version[i] = v
-            aside.pop(i, None)
-        else:
-            self.version[i] = ASIDE
-            _put(aside, i, v)
+        _set_int(self.version, self.aside["version"], i, v)
 
     def get_handled_at(self, i: int) -> Any:
         t = self.handled_at[i]
@@ -162,17 +155,10 @@ class _Events:
             _put(aside, i, t)
 
     def get_entry(self, i: int) -> Any:
-        e = self.entry[i]
-        return e if e != ASIDE else self.aside["entry"].get(i)
+        return _get_int(self.entry, self.aside["entry"], i)
 
     def set_entry(self, i: int, e: Any) -> None:
-        aside = self.aside["entry"]
-        if e.__class__ is int and -_TOP < e < _TOP:
-            self.entry[i] = e
-            aside.pop(i, None)
-        else:
-            self.entry[i] = ASIDE
-            _put(aside, i, e)
+        _set_int(self.entry, self.aside["entry"], i, e)
 
     def get_etype(self, i: int) -> Any:
         c = self.etype[i]
@@ -291,6 +277,22 @@ class _Events:
 
     def as_write(self, i: int) -> tuple:
         return (self.get_handled_at(i), self.get_version(i), self.eids[i], None)
+
+
+def _get_int(column: array, aside: dict[int, Any], i: int) -> Any:
+    """A cell of an int column (`version`, `entry`): its value, or the one kept aside."""
+    v = column[i]
+    return v if v != ASIDE else aside.get(i)
+
+
+def _set_int(column: array, aside: dict[int, Any], i: int, v: Any) -> None:
+    """An int that fits goes in the column; anything else (None, a str, a huge int) aside."""
+    if v.__class__ is int and -_TOP < v < _TOP:
+        column[i] = v
+        aside.pop(i, None)
+    else:
+        column[i] = ASIDE
+        _put(aside, i, v)
 
 
 def _put(aside: dict[int, Any], i: int, value: Any) -> None:

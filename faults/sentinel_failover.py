@@ -360,15 +360,7 @@ def _voters_only(cluster: Any) -> int:
     clients = cluster.sentinel_clients()
     if not quorum or quorum >= len(clients):
         return 0
-    took = 0
-    for client in clients[quorum:]:
-        try:
-            client.execute_command("SENTINEL", "SET", cluster.master_name, "down-after-milliseconds",
-                                   VOTER_DOWN_AFTER_MS)
-            took += 1
-        except Exception:  # noqa: BLE001 - a stopped Sentinel votes for nobody anyway
-            continue
-    return took
+    return _down_after(clients[quorum:], cluster.master_name, VOTER_DOWN_AFTER_MS)
 
 
 def _judge_no_more(cluster: Any) -> int:
@@ -378,13 +370,18 @@ def _judge_no_more(cluster: Any) -> int:
     down-after and Sentinel failed over a second time, back to the old primary before its
     sync from the new one was done: 11-23 acknowledged writes lost in an s1 or s5 run.
     How many took it."""
+    return _down_after(cluster.sentinel_clients(), cluster.master_name, VOTER_DOWN_AFTER_MS)
+
+
+def _down_after(clients: list[Any], master_name: str, down_after_ms: int) -> int:
+    """SENTINEL SET down-after-milliseconds on each of `clients`; how many took it (a stopped
+    Sentinel judges and votes for nothing anyway)."""
     took = 0
-    for client in cluster.sentinel_clients():
+    for client in clients:
         try:
-            client.execute_command("SENTINEL", "SET", cluster.master_name, "down-after-milliseconds",
-                                   VOTER_DOWN_AFTER_MS)
+            client.execute_command("SENTINEL", "SET", master_name, "down-after-milliseconds", down_after_ms)
             took += 1
-        except Exception:  # noqa: BLE001 - a stopped Sentinel judges nothing anyway
+        except Exception:  # noqa: BLE001 - see above
             continue
     return took
 

@@ -19,47 +19,85 @@ import pytest
 
 pytest_plugins = ["chaos.pytest_plugin", "chaos.pytest_plugin.aliases"]
 
-CELL_FIXTURES = frozenset({"chaos_cell", "blackbox"})   # a test that runs cells: seconds to minutes
-CELL_SECONDS = 30.0
-SLOW_SECONDS = 60.0
-# Modules whose tests run pytest sessions, clusters or the CLI in child processes: 10-60 s a
-# test (pytest --durations of whole runs). Only an order hint: a stale entry costs nothing.
+CELL_FIXTURES = frozenset({"chaos_cell", "blackbox"})   # a test that runs cells
+# The figures below are seconds from `pytest -n 4 --durations=0` of the whole suite on a quiet
+# machine (a clean-clone CI run): call + set-up. Only an order hint: a stale one costs a little
+# wall time, never a result. A set-up that only waited for another worker's `shared_once`
+# build is not counted: the module's first test in this order pays the build (its figure
+# includes it) and the others, dispatched later, find it made.
+CELL_SECONDS = 5.0      # the mean of the suites' tests (median 3.8; the long cells are listed below)
+SLOW_SECONDS = 6.0      # ``slow`` without a figure: 2-8 s measured, mostly black-box cells (longer: below)
+# Modules whose tests run pytest sessions, clusters or the CLI in child processes: the median
+# of their tests (the long ones are listed below).
 CHILD_SESSION_MODULES = {
-    "tests/nightly/test_kept_runs.py": 40.0, "tests/nightly/test_merge.py": 40.0,
-    "tests/nightly/test_shard.py": 20.0, "tests/report/test_allure_cell.py": 20.0,
-    "tests/report/test_report_in_browser.py": 45.0, "tests/report/test_pytest_allure.py": 20.0,
-    "tests/workload/test_load_producer.py": 20.0, "tests/cells/test_cell_summary.py": 20.0,
-    "tests/cells/test_readme_cell_tests.py": 45.0, "tests/cluster/test_cluster_isolation.py": 35.0,
-    "tests/cluster/test_cluster_plugin.py": 10.0, "tests/cluster/test_cluster_cleanup.py": 20.0,
-    "tests/cluster/test_cluster_cli.py": 10.0, "tests/docs/test_doc_commands.py": 10.0,
-    "tests/docs/test_readme.py": 10.0, "tests/outbox/test_relay_load.py": 10.0,
-    "tests/outbox/test_dispatcher.py": 5.0, "tests/proxy/test_proxy_robustness.py": 5.0,
+    "tests/blackbox/test_sentinel_examples.py": 7.5, "tests/report/test_report_in_browser.py": 2.0,
+    "tests/report/test_replay.py": 5.0, "tests/cells/test_readme_cell_tests.py": 13.0,
+    "tests/cluster/test_cluster_isolation.py": 4.5, "tests/cluster/test_cluster_cli.py": 5.0,
+    "tests/cluster/test_cluster_cleanup.py": 4.0, "tests/cells/test_cell_summary.py": 4.0,
+    "tests/nightly/test_kept_runs.py": 2.5, "tests/nightly/test_merge.py": 1.0,
+    "tests/nightly/test_shard.py": 1.0, "tests/report/test_allure_cell.py": 1.0,
+    "tests/report/test_pytest_allure.py": 1.0, "tests/workload/test_load_producer.py": 1.5,
+    "tests/cluster/test_cluster_plugin.py": 1.0, "tests/docs/test_readme.py": 1.0,
+    "tests/outbox/test_relay_load.py": 2.0, "tests/outbox/test_dispatcher.py": 1.0,
+    "tests/proxy/test_proxy_robustness.py": 1.5,
 }
 
-# Single tests far longer than their module's or kind's figure (node id prefixes; pytest
-# --durations of whole runs at -n 4, load 13-20, and 8-9 for the two failover rows): the two
-# kill-consumer cells that work off 2000 jobs of 5 ms after the kill, the WAIT comparison
-# (two failover cells), the failover rows whose measured reorder rates need the most runs
-# (72 and 62 s), the shard test that collects the whole suite twice.
+# Single tests far longer than their module's or kind's figure (node id prefixes; the first
+# that matches counts). A measured figure goes before a ``slow`` marker's.
 LONG_TESTS = {
-    "suites/failover/test_failover.py::test_failover_cell[p2-entry-id]": 70.0,
-    "suites/failover/test_failover.py::test_failover_cell[inbox]": 60.0,
-    "suites/delivery/test_kill_consumer.py::test_kill_consumer_cell[ack-after:respawn=1": 50.0,
-    "suites/failover/test_failover.py::test_wait_confirmed_producer_loses_far_less": 50.0,
-    "tests/nightly/test_shard.py::test_shards_of_the_real_collection_are_disjoint_and_cover_it": 50.0,
+    "suites/ordering/test_lock_races.py::test_s4a_wrong_rate_is_above_zero": 25.0,
+    "suites/failover/test_failover.py::test_failover_cell[p2-entry-id]": 24.0,
+    "tests/install/test_team_project.py::test_the_team_project_passes": 22.0,       # builds the team venv
+    "suites/ordering/test_lock_races.py::test_s4b_wrong_about_half": 21.0,
+    "tests/install/test_setup_script.py::test_the_quick_start_sets_up_and_collects": 21.0,
+    "suites/sentinel/test_sentinel_failover.py::test_sentinel_cell[s5]": 20.0,
+    "suites/sentinel/test_sentinel_failover.py::test_sentinel_cell[s1]": 19.0,
+    "suites/failover/test_failover.py::test_failover_cell[inbox]": 18.0,
+    "tests/docs/test_doc_commands.py::test_readme_failover_example": 18.0,
+    "tests/report/test_report_in_browser.py::test_failover_cell_shows": 16.0,      # builds the report
+    "tests/blackbox/test_examples.py::test_ack_after_processing_loses_nothing": 12.0,
+    "tests/cluster/test_cluster_cleanup.py::test_sigkill_of_an_xdist_worker": 13.0,
+    "suites/failover/test_failover.py::test_wait_confirmed_producer_loses_far_less": 13.0,
+    "suites/outbox/test_outbox.py::test_outbox_cell[p1-per-key-n|kill-dispatcher]": 13.0,
+    "tests/nightly/test_merge.py::test_two_shards_merge": 12.0,                     # builds the shards
+    "tests/blackbox/test_sentinel_examples.py::test_a_consumer_pinned": 12.0,
+    "suites/redelivery/test_server_faults.py::test_server_fault_cell[ack-after:respawn=1|sigterm": 11.0,
+    "tests/report/test_replay.py::test_allure_and_summary_cells_replay": 11.0,
+    "suites/redelivery/test_nemesis.py::test_nemesis_cell[s5|nemesis": 11.0,
+    "tests/scorecard/test_cli.py::test_json_schema_grid_page": 10.0,
+    "tests/scorecard/test_cli.py::test_poison_is_graded": 10.0,
+    "suites/outbox/test_outbox.py::test_outbox_cell[p1-per-key-n|]": 9.5,
+    "suites/outbox/test_outbox.py::test_outbox_cell[p1-naive-n:dispatchers=1|]": 9.5,
+    "suites/redelivery/test_pg_reset.py::test_pg_reset_cell[": 9.5,
+    "tests/report/test_report_in_browser.py::test_matrix_page": 9.5,
+    "suites/sentinel/test_sentinel_failover.py::test_sentinel_cell[s1|mode=manual": 9.5,
+    "suites/producer/test_publish_blip.py::test_publish_blip_cell[": 8.0,
+    "suites/ordering/test_sharding_fanout.py::test_s2_and_s3_keep_order_and_scale": 8.5,
+    "tests/workload/test_bulk_producer.py::test_a_late_reply": 8.0,
+    "suites/delivery/test_kill_consumer.py::test_kill_consumer_cell[ack-after:respawn=1": 8.0,
+    "tests/cluster/test_sentinel.py::test_a_sentinel_that_never_elects": 8.0,
+    "tests/nightly/test_kept_runs.py::test_a_failing_cell_keeps_its_dirs": 7.0,     # builds the sessions
+    "suites/failover/test_failover.py::test_failover_cell[s4a]": 7.0,
+    "suites/failover/test_failover.py::test_failover_cell[s4b]": 7.5,
+    "suites/redelivery/test_xautoclaim.py::test_xautoclaim_cell[": 7.5,
+    "suites/operations/test_field_incidents.py::test_long_job_cell[": 7.0,
+    "suites/ordering/test_reference_rows.py::test_bulk_row_without_fault[ack-on-receive]": 7.0,
+    "suites/ordering/test_reference_rows.py::test_bulk_row_without_fault[ack-after]": 7.0,
+    "tests/nightly/test_shard.py::test_shards_follow_a_keyword_filter": 3.5,          # builds the collections
+    "tests/report/test_allure_cell.py::test_labels_parameters_steps_and_attachments": 2.5,  # the seed-100 session
 }
 
 
 def expected_seconds(item: pytest.Item) -> float:
-    """A rough cost, only to order the tests: ``@pytest.mark.slow(seconds=N)``, else 60 for
-    ``slow``, a LONG_TESTS figure, 30 for a test that runs cells, the module's figure above,
+    """A rough cost, only to order the tests: a LONG_TESTS figure, else ``@pytest.mark.slow(seconds=N)``
+    (SLOW_SECONDS without N), CELL_SECONDS for a test that runs cells, the module's figure above,
     else 0 (most tests take well under a second)."""
-    slow = item.get_closest_marker("slow")
-    if slow is not None:
-        return float(slow.kwargs.get("seconds", SLOW_SECONDS))
     for prefix, seconds in LONG_TESTS.items():
         if item.nodeid.startswith(prefix):
             return seconds
+    slow = item.get_closest_marker("slow")
+    if slow is not None:
+        return float(slow.kwargs.get("seconds", SLOW_SECONDS))
     if CELL_FIXTURES & set(getattr(item, "fixturenames", ())):
         return CELL_SECONDS
     return CHILD_SESSION_MODULES.get(item.nodeid.split("::", 1)[0], 0.0)

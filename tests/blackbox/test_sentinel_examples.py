@@ -52,7 +52,7 @@ def figures(data: dict) -> str:
                                                     "run_dir"))   # (kept when the cell failed: the workers' logs)
 
 
-@pytest.mark.slow(seconds=80)
+@pytest.mark.slow(seconds=12)
 def test_a_consumer_pinned_to_its_first_address_stops_consuming_and_is_invalid(tmp_path) -> None:
     code, data = run(PINNED, config(tmp_path, PINNED_WINDOW_S), tmp_path)
     print(figures(data))
@@ -67,7 +67,7 @@ def test_a_consumer_pinned_to_its_first_address_stops_consuming_and_is_invalid(t
     assert "--topology sentinel" in data["reproduce"]
 
 
-@pytest.mark.slow(seconds=60)
+@pytest.mark.slow(seconds=8)
 def test_the_sentinel_aware_twin_consumes_on_the_new_primary_and_is_valid(tmp_path) -> None:
     code, data = run(AWARE, config(tmp_path, AWARE_WINDOW_S), tmp_path)
     print(figures(data))

@@ -53,7 +53,7 @@ chaos_summary = summary.json
 '''
 
 
-@pytest.mark.slow(seconds=40)
+@pytest.mark.slow(seconds=4)
 def test_a_teams_conftest_and_ini_drive_the_plugin(tmp_path):
     (tmp_path / "conftest.py").write_text(textwrap.dedent(CONFTEST))
     (tmp_path / "test_team.py").write_text(textwrap.dedent(TESTS))

@@ -96,7 +96,7 @@ def _quick_start_in_a_fresh_clone(tmp_path: Path, **extra_env: str) -> tuple[sub
     return done, clone
 
 
-@pytest.mark.slow(seconds=60)
+@pytest.mark.slow(seconds=21)
 def test_the_quick_start_sets_up_and_collects_in_a_fresh_clone_with_debians_python(tmp_path):
     """The README's command verbatim in a fresh clone with PATH=/usr/bin, its pytest told to
     collect only (PYTEST_ADDOPTS): setup.sh makes the venv with Debian's python3 (PEP 668),

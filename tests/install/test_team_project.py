@@ -19,11 +19,11 @@ from pathlib import Path
 import pytest
 from install_helpers import ROOT, clean_env, make_venv, pip_install
 
-pytestmark = pytest.mark.slow(seconds=240)
+pytestmark = pytest.mark.slow(seconds=22)
 # The two tests that only read the shared venv are dispatched late (conftest.py orders by these
 # figures), when the first test has built it: started beside it, each would wait for the build
 # on an otherwise idle xdist worker (about 60 s each at -n 4).
-READS_THE_BUILT_VENV = pytest.mark.slow(seconds=10)
+READS_THE_BUILT_VENV = pytest.mark.slow(seconds=0.5)
 
 TEAM = ROOT / "examples" / "team-project"
 UNRELATED = "def test_adds():\n    assert 1 + 1 == 2\n"

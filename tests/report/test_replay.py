@@ -71,7 +71,7 @@ def test_every_option_is_written_out_and_none_is_taken_from_the_shell(monkeypatc
         "--time-scale 1 --backend compose --topology sentinel:quorum=2 --server valkey")
 
 
-@pytest.mark.slow(seconds=60)
+@pytest.mark.slow(seconds=4)
 def test_a_preset_run_replays_from_its_reproduce_command(tmp_path) -> None:
     first = chaos(["run", "--preset", "s1", "--runs", "1", "--seed", "5", "--time-scale", "0.5"], tmp_path)
     again = replay(first["reproduce"], tmp_path)
@@ -80,7 +80,7 @@ def test_a_preset_run_replays_from_its_reproduce_command(tmp_path) -> None:
     assert final_states(again) == final_states(first)
 
 
-@pytest.mark.slow(seconds=90)
+@pytest.mark.slow(seconds=7)
 def test_a_black_box_run_on_the_sentinel_topology_replays_on_it(tmp_path) -> None:
     """The issue's case: the replay of a `--topology sentinel` run used to run on the replica topology."""
     first = chaos(["run", "--topology", "sentinel", "--worker-cmd", "python -m examples.redis_py_cas",
@@ -92,7 +92,7 @@ def test_a_black_box_run_on_the_sentinel_topology_replays_on_it(tmp_path) -> Non
     assert again["verdict"] == "valid" and final_states(again) == final_states(first)
 
 
-@pytest.mark.slow(seconds=60)
+@pytest.mark.slow(seconds=4)
 def test_a_matrix_cell_replays_from_its_reproduce_command(tmp_path) -> None:
     matrix = chaos(["matrix", "--area", "ordering", "--presets", "s1", "--faults", "none", "--runs", "1",
                     "--seed", "9", "--time-scale", "0.5"], tmp_path)
@@ -116,7 +116,7 @@ def test_s1(chaos_cell):
 '''
 
 
-@pytest.mark.slow(seconds=150)
+@pytest.mark.slow(seconds=11)
 def test_allure_and_summary_cells_replay_from_their_reproduce_commands(tmp_path) -> None:
     """A pytest session with a built-in and a black-box cell: the summary row and Allure's
     cell.json give the same command, and it replays the same cell."""

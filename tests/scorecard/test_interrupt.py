@@ -31,7 +31,7 @@ def _ours(pid: int) -> list[str]:
     return found
 
 
-@pytest.mark.slow(seconds=30)
+@pytest.mark.slow(seconds=2)
 def test_ctrl_c_ends_the_card_after_the_cell_it_hit(tmp_path):
     config = small_config(tmp_path)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}

@@ -71,3 +71,25 @@ def test_a_single_long_test_goes_before_the_cells_and_its_module():
                                                                      fixturenames=["chaos_cell"])]
     assert seconds > conftest.CELL_SECONDS
     assert [i.name for i in conftest.dispatch_order(items, workers=1)] == [name + "x]", "cell"]
+
+
+def test_a_measured_figure_goes_before_a_slow_markers_guess():
+    conftest = _conftest()
+    prefix, seconds = next(iter(conftest.LONG_TESTS.items()))
+    module, _, name = prefix.partition("::")
+    long = FakeItem(name + "x]", module=module, slow={"seconds": seconds * 10})
+    assert conftest.expected_seconds(long) == seconds
+    guessed = FakeItem("guessed", slow={"seconds": seconds + 1})
+    assert [i.name for i in conftest.dispatch_order([long, guessed], workers=1)] == ["guessed", long.name]
+
+
+def test_every_figure_names_a_test_that_exists():
+    """A renamed test would silently lose its figure (and run late): each LONG_TESTS prefix names
+    a test function in its module, each CHILD_SESSION_MODULES entry a module."""
+    conftest = _conftest()
+    for prefix in conftest.LONG_TESTS:
+        module, _, name = prefix.partition("::")
+        assert (ROOT / module).is_file(), prefix
+        assert f"def {name.partition('[')[0]}" in (ROOT / module).read_text(), prefix
+    for module in conftest.CHILD_SESSION_MODULES:
+        assert (ROOT / module).is_file(), module

@@ -191,7 +191,7 @@ def checkout_copy(tmp_path: Path) -> Path:
     return copy
 
 
-@pytest.mark.slow(seconds=60)
+@pytest.mark.slow(seconds=6)
 def test_a_cells_row_and_a_new_area_with_its_suite_as_contributing_says(checkout_copy: Path) -> None:
     copy = checkout_copy
     # A row in a CELLS area: one Cell(...) in the area's CELLS list, then the generated page.

@@ -13,7 +13,7 @@ import pytest
 
 from chaos.run import run_cell
 
-pytestmark = pytest.mark.slow(seconds=15)
+pytestmark = pytest.mark.slow(seconds=8)
 
 
 def test_a_late_reply_is_not_a_failed_publish_in_the_bulk_presets(cluster):

@@ -136,23 +136,29 @@ DELETE: list[Cell] = [
 # began: no claim in the fault's window, the run unknown)
 CLAIMING = "claim=always,claim_idle_ms=1000"
 TWO_CLAIMING = "group:consumers=2,claim=always,claim_idle_ms=1000"
-# duration_ms=1500 (default) and until another consumer claimed it: the claim is forced, not timed
-# (the claimer's XAUTOCLAIM had to land inside a 1.5 s sleep; a loaded machine could miss it)
-LONG = "long-job:event_id=e42-1,until_claimed=1"
+# until another consumer claimed it and the claimer's run has begun: the claim is forced, not timed
+# (the claimer's XAUTOCLAIM had to land inside a 1.5 s sleep; a loaded machine could miss it).
+# duration_ms=1100, just past the 1 s min-idle: the first run ends on the claim anyway (~1.25 s:
+# the min-idle and a claim round), and the last run, whom nobody claims from, stops 1.1 s, not 1.5
+LONG = "long-job:event_id=e42-1,duration_ms=1100,until_claimed=1"
 # the inbox and marker presets send every event twice; here once, so the long job's second run is
 # the claimed one (two copies read by the two consumers at once, under load, ran long side by side
 # and nobody claimed: the claim the cell is about did not happen)
-ONE_COPY = {"delivery": TWO_CLAIMING, "workload": "pair"}
+# `created` costs 100 ms, not the pair's 800: the cost is spent after `in_work`, once per run of the
+# job (up to three on a run's critical path, the stop waiting for the last), and the runs overlap
+# by the fault's stop at `in_work` (resumed only once claimed), whatever the cost
+LONG_PAIR = "pair:created_ms=100"
+ONE_COPY = {"delivery": TWO_CLAIMING, "workload": LONG_PAIR}
 TWICE = dict(duplicated=each_run(ge(1)), redelivered=each_run(ge(1)))   # the long job applied twice in every run
 
 LONG_JOB: list[Cell] = [
     Cell(f"baseline:{CLAIMING}", (LONG,), RUN_COUNT, dict(**TWICE, lost=eq(0), indeterminate=eq(0)),
-         note="celery/celery#2599: plain UPDATE: the claimed copy runs beside the first, both apply "
+         parts={"workload": LONG_PAIR}, note="celery/celery#2599: plain UPDATE: the claimed copy runs beside the first, both apply "
               "(measured 2 duplicated in 2 runs)"),
     Cell(f"s5:{CLAIMING}", (LONG,), RUN_COUNT,
          dict(duplicated=eq(0), projection_drift=eq(0), redelivered=each_run(ge(1)), wrong_final_state_runs=eq(0),
               reordered=eq(0)),
-         note="celery/celery#3270: CAS: the second run's write matches 0 rows"),
+         parts={"workload": LONG_PAIR}, note="celery/celery#3270: CAS: the second run's write matches 0 rows"),
     Cell("inbox", (LONG,), RUN_COUNT, dict(duplicated=eq(0), projection_drift=eq(0), redelivered=each_run(ge(1))),
          parts=ONE_COPY,
          note="celery/celery#9882: the inbox row commits with the effect: the second run is a duplicate"),
@@ -165,6 +171,7 @@ LONG_JOB: list[Cell] = [
          note="the marker SET NX before the work: the claimed copy sees it (it would lose the job on a crash)"),
     Cell("baseline:consumers=3,claim=always,claim_idle_ms=100", ("long-job:event_id=e42-1,duration_ms=1000,claimers=2,until_claimed=1",),
          RUN_COUNT, dict(duplicated=each_run(ge(1)), redelivered=each_run(ge(2)), projection_drift=each_run(ge(2))),
+         parts={"workload": LONG_PAIR},
          note="redis/redis#13956: three consumers claiming with a 100 ms min-idle hand the job on twice: "
               "it runs three times (measured projection drift 2 a run; 3 in a loaded run, where paid's "
               "50 ms job outlived the 100 ms min-idle too and was applied twice)"),

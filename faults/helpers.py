@@ -5,6 +5,7 @@ from __future__ import annotations
 import signal
 import threading
 import time
+from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator
 
 from chaos.cluster.spawner import wait_until  # noqa: F401 - for the fault modules: one import place
@@ -76,6 +77,68 @@ def wait_for_entries(ctx: FaultContext, count: int, timeout_s: float, fault: str
             raise FaultError(f"fault {fault!r}: the workload's streams never reached {count} entries "
                              f"in {timeout_s:.0f} s; lower after_entries")
         time.sleep(0.002)
+
+
+@dataclass(frozen=True)
+class GroupView:
+    """What the workload's consumer groups show of one consumer, read in one MULTI (one instant).
+
+    ``delivered``: entries the groups have handed out (XINFO GROUPS entries-read, summed);
+    ``undelivered``: entries not yet handed out by a group the consumer reads in (lag);
+    ``idle_ms``: the consumer's least XINFO CONSUMERS idle over its groups, the time since it
+    last read (None: no group knows it yet); ``pending``: its PEL, summed. A process's consumers
+    are the ones named by its process name (the worker contract's CHAOS_CONSUMER), with or
+    without a suffix (``C1-reclaim``)."""
+
+    delivered: int
+    undelivered: int
+    idle_ms: int | None
+    pending: int
+
+
+def group_view(redis: Any, consumer: str) -> GroupView | None:
+    """`consumer`'s GroupView now; None when a group changed under the read (deleted, being
+    recreated): ask again."""
+    import redis as redis_lib
+
+    try:
+        streams = workload_streams(redis)
+        pairs = [(s, _text(g["name"])) for s in streams for g in redis.xinfo_groups(s)]
+        pipe = redis.pipeline(transaction=True)
+        for stream, group in pairs:
+            pipe.xinfo_groups(stream)
+            pipe.xinfo_consumers(stream, group)
+        replies = pipe.execute()
+    except redis_lib.ResponseError:
+        return None
+    delivered = undelivered = pending = 0
+    idle: int | None = None
+    for (stream, group), groups, consumers in zip(pairs, replies[0::2], replies[1::2]):
+        info = next((g for g in groups if _text(g["name"]) == group), None)
+        if info is None:
+            return None
+        mine = [c for c in consumers if _named(_text(c["name"]), consumer)]
+        read = info.get("entries-read")
+        delivered += read if read is not None else redis.xlen(stream)
+        if not mine:
+            continue
+        idle = min([c["idle"] for c in mine] + ([] if idle is None else [idle]))
+        pending += sum(c["pending"] for c in mine)
+        lag = info.get("lag")
+        if lag is None:   # (the counter is not known after deletions: look past the last-delivered id)
+            lag = len(redis.xrange(stream, "(" + _text(info["last-delivered-id"]), "+", count=1))
+        undelivered += lag
+    return GroupView(delivered, undelivered, idle, pending)
+
+
+def _named(name: str, process: str) -> bool:
+    """Whether consumer `name` is process `process`'s: its name, or its name and a suffix
+    (FastStream's ``C1-reclaim`` subscriber is process C1's)."""
+    return name == process or (name.startswith(process) and not name[len(process)].isalnum())
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
 
 
 def workload_settled(redis: Any, events: int) -> bool:

@@ -53,7 +53,7 @@ def test_a_fault_without_a_row_runs_with_its_defaults(config, monkeypatch):
 
 
 def test_faults_list_picks_cells_and_takes_parameters(config):
-    assert [c.spec for c in plan("kill-consumer", "replica", config)] == ["kill-consumer:at_ms=500"]
+    assert [c.spec for c in plan("kill-consumer", "replica", config)] == ["kill-consumer:at=holding"]
     assert [c.fault for c in plan("latency", "replica", config)] == ["latency", "latency"]
     assert [c.spec for c in plan("pause:duration_ms=3000,none", "replica", config)] == \
         ["pause:duration_ms=3000", "none"]

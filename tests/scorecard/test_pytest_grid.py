@@ -16,10 +16,10 @@ ROOT = Path(__file__).resolve().parents[2]
 def small(example: str, work_ms: int | None = None) -> dict:
     """The example's worker config on 40 keys (80 events), as the fixture's dict form.
 
-    ``work_ms``: each job's cost. The ack-first loss needs the kill to find its consumer with
-    acked, unwritten entries in hand: at 10 ms a job a producer slowed by a loaded machine lets
-    the consumers keep up and sit idle in XREADGROUP, and a kill there loses nothing (seen at
-    -n 2 beside other cells); at 40 ms they are still working through the backlog at 300 ms."""
+    ``work_ms``: each job's cost. The kill (``at=holding``) waits for its victim to hold
+    entries it read while a backlog waits: at 10 ms a job a producer slowed by a loaded machine
+    lets the consumers keep up, and there may be no such moment (the run is then unknown); at
+    40 ms a job the 80 events are a backlog for more than a second."""
     import tomllib
     raw = tomllib.loads((ROOT / f"examples/{example}.toml").read_text())
     raw["worker"]["schema"] = str(ROOT / "examples" / raw["worker"]["schema"])
@@ -29,11 +29,13 @@ def small(example: str, work_ms: int | None = None) -> dict:
     return raw
 
 
-@pytest.mark.blackbox(command="python -m examples.redis_py_cas", config=small("redis_py_cas"))
-@pytest.mark.scorecard(faults="kill-consumer:at_ms=300")
+@pytest.mark.blackbox(command="python -m examples.redis_py_cas", config=small("redis_py_cas", work_ms=40))
+@pytest.mark.scorecard(faults="kill-consumer:at=holding")
 def test_cas_consumer_grid(blackbox, scorecard_fault):
+    """The scorecard's kill, the same as the ack-first twin's below: an ack-after consumer
+    killed holding work loses nothing (its entries wait in the PEL for the survivor)."""
     cell = blackbox.scorecard(scorecard_fault)
-    assert cell.fault == "kill-consumer:at_ms=300"
+    assert cell.fault == "kill-consumer:at=holding"
     assert {k: g.status for k, g in cell.grades.items()} == {
         "no_loss": "pass", "no_duplicate_side_effects": "pass", "final_state": "pass", "keeps_consuming": "pass",
         "pel_drains": "pass", "poison_handled": "unknown"}, cell.grades
@@ -44,8 +46,11 @@ def test_cas_consumer_grid(blackbox, scorecard_fault):
 
 @pytest.mark.blackbox(command="python -m examples.redis_py_ack_first", config=small("redis_py_ack_first", work_ms=40))
 def test_ack_first_consumer_fails_no_loss_in_its_scorecard_test(blackbox):
+    """Killed while it holds entries it read (at=holding: not at a time, which can fall between
+    a batch's last write and the next read, where it loses nothing), the ack-first consumer
+    loses the acked, unwritten rest of its batch in every run."""
     with pytest.raises(AssertionError) as failed:
-        blackbox.scorecard("kill-consumer:at_ms=300")
+        blackbox.scorecard("kill-consumer:at=holding")
     text = str(failed.value)
     assert "no_loss: lost" in text and "no_loss fail" in text, text
     assert "python -m chaos run --worker-cmd 'python -m examples.redis_py_ack_first'" in text
@@ -62,7 +67,7 @@ def test_the_marker_parametrizes_one_test_per_catalogue_cell(tmp_path):
     specs = [c.spec for c in catalogue("replica") if not c.skipped]
     collected = [line for line in done.stdout.splitlines() if "::test_grid[" in line]
     assert len(collected) == len(specs) > 10, done.stdout + done.stderr
-    assert "test_grid.py::test_grid[kill-consumer:at_ms=500]" in collected
+    assert "test_grid.py::test_grid[kill-consumer:at=holding]" in collected
 
 
 def test_the_marker_runs_the_poison_cell_where_the_config_declares_poison(tmp_path):
@@ -78,4 +83,4 @@ def test_the_marker_runs_the_poison_cell_where_the_config_declares_poison(tmp_pa
                            "-p", "no:cacheprovider", "test_grid.py"], cwd=tmp_path, env=env, text=True,
                           capture_output=True, timeout=120)
     assert "test_grid.py::test_cas[poison:source=config]" in done.stdout, done.stdout + done.stderr
-    assert "test_ack_first[kill-consumer:at_ms=500]" in done.stdout and "test_ack_first[poison" not in done.stdout
+    assert "test_ack_first[kill-consumer:at=holding]" in done.stdout and "test_ack_first[poison" not in done.stdout

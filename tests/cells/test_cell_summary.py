@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from chaos.expectations.ordering import PAID_FIRST
 from chaos.report.rows import ROW_KEYS
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -60,7 +61,7 @@ def table(stdout: str) -> list[list[str]]:
 EXPECTED_TABLE = [
     ["area", "preset", "fault", "runs", "lost", "dup", "reord", "wrong", "pending", "unatt", "verdict", "expected",
      "result"],
-    ["ordering", "baseline", "none", "2", "0", "0", "2", "2/2", "0", "0", "invalid"],
+    ["ordering", "baseline", PAID_FIRST, "2", "0", "0", "2", "2/2", "0", "0", "invalid"],
     ["ordering", "s1", "none", "2", "0", "0", "0", "0/2", "0", "0", "valid"],
 ]
 
@@ -84,12 +85,13 @@ def test_the_table_and_the_json_list_every_cell(tmp_path, private_base, workers)
     baseline, s1 = doc["cells"]
     for cell in doc["cells"]:
         assert set(ROW_KEYS) <= set(cell), cell
-        assert cell["area"] == "ordering" and cell["fault"] == "none" and cell["runs"] == 2 and cell["params"] == {}
+        assert cell["area"] == "ordering" and cell["runs"] == 2
         assert cell["match"] is True and cell["wall_s"] > 0 and cell["test"].endswith(("holds", "every_run"))
         assert cell["outcome"] == "match" and cell["rig_failures"] == []
-    assert baseline["preset"] == "baseline" and baseline["wrong_final_state_runs"] == 2
+    assert baseline["preset"] == "baseline" and baseline["fault"] == "hold" and baseline["wrong_final_state_runs"] == 2
+    assert baseline["params"]["hold.gate"] == "before_apply" and all(k.startswith("hold.") for k in baseline["params"])
     assert baseline["verdict"] == "invalid" and "wrong_final_state_runs == runs" in baseline["expected"]
-    assert s1["preset"] == "s1" and s1["verdict"] == "valid" and s1["wrong_final_state_runs"] == 0
+    assert s1["preset"] == "s1" and s1["fault"] == "none" and s1["params"] == {} and s1["verdict"] == "valid" and s1["wrong_final_state_runs"] == 0
 
     # Passing cells leave no run dirs behind.
     for name in ("s1", "baseline"):

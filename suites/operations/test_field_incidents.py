@@ -40,6 +40,12 @@ def test_group_loss_cell(cell, chaos_cell) -> None:
         else:
             made = [r for r in reactions if r["group"] == "recreated"]
             assert made and made[0]["from"] == policy.rpartition("-")[2], f"run {run}: {reactions}"
+        stop = [v for v in outcome.fault_ops(run, "group-loss") if v.get("phase") == "stop"]
+        if "window" in stop[0]:   # the forced schedule: the group back before the producer went on
+            assert stop[0]["group_back"] or policy == "fail", f"run {run}: {stop[0]}"
+            skipped = outcome.result.runs[run].anomaly_counts.get("lost", 0)
+            want = sum(stop[0]["window"].values()) if policy.endswith("$") else skipped
+            assert skipped == want, f"run {run}: {skipped} lost after the loss, the window held {stop[0]['window']}"
     print(f"{cell.test_id}: {outcome.figures()}; anomalies {outcome.result.anomaly_counts}")
     outcome.check()
 

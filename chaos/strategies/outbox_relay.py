@@ -34,7 +34,7 @@ def _matches(selectors: dict[str, Any], row: Any) -> bool:
     return all(str(getattr(row, k)) == str(v) for k, v in selectors.items())
 
 
-STALL_OPTIONAL = frozenset({"until_later"})
+STALL_OPTIONAL = frozenset({"until_later", "until_written", "others"})
 
 
 @dataclass(frozen=True)
@@ -44,7 +44,10 @@ class DispatcherConfig:
     ``fail`` = ``{selector: value, "attempts": n}``: the row's first n publishes fail.
     ``stall`` = ``{selector: value, "ms": t}``: the dispatcher that holds the row waits t ms
     (scaled) before its XADD, once per process (a GC pause, a slow link), holding its locks;
-    with ``"until_later": n`` it ends as soon as n later rows of the row's key are published.
+    with ``"until_later": n`` it ends as soon as n later rows of the row's key are published;
+    with ``"until_written": n`` once n later rows of the key are written (committed by the service)
+    and, when ``"others"`` (the other dispatchers) is above 0, no other key's written row is left
+    unpublished: the others had the key's later rows to take, and took everything else.
     """
 
     mode: str = "per-key"

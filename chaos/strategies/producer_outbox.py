@@ -56,6 +56,10 @@ class OutboxProducer(Producer):
         Param("stall_until_later", 0, "the stall also ends as soon as this many later rows of the stalled row's "
               "key are published (by the other dispatchers): stall_ms is then a cap, the order forced, "
               "not timed (0: it lasts stall_ms)", minimum=0),
+        Param("stall_until_written", 0, "the stall also ends as soon as this many later rows of the stalled row's "
+              "key are written to the outbox and the other dispatchers (if any) have published every other key's "
+              "row written so far: where nobody may overtake, the chance to was there (0: it lasts stall_ms)",
+              minimum=0),
         Param("rollback", (), "event_ids (joined by '/') whose service transaction rolls back"),
         Param("respawn", True, "restart a dispatcher a fault killed (its failpoints off)"),
         Param("respawn_ms", 0.0, "delay before that restart", minimum=0),
@@ -74,6 +78,8 @@ class OutboxProducer(Producer):
         stall = {"event_id": self.stall_event, "ms": self.stall_ms} if self.stall_event else None
         if stall and self.stall_until_later:
             stall["until_later"] = self.stall_until_later
+        if stall and self.stall_until_written:
+            stall.update(until_written=self.stall_until_written, others=self.dispatchers - 1)
         return DispatcherConfig(mode=self.mode, poll_ms=self.poll_ms, timeout_ms=self.timeout_ms,
                                 fail=fail, stall=stall)
 

@@ -123,7 +123,7 @@ class Dispatcher:
             self.stalled.add(row.event_id)
             stall_ms = float(self.config.stall.get("ms", 300))
             env.op("info", "failpoint", **ids, value={"name": "stall", "action": "pause", "ms": stall_ms})
-            self._stall(row, stall_ms, int(self.config.stall.get("until_later", 0)))
+            self._stall(row, stall_ms, self.config.stall)
         attempt = row.attempts + 1
         env.op("invoke", "publish", **ids, stream=row.stream, value={"outbox_id": row.id, "attempt": attempt})
         try:
@@ -148,24 +148,34 @@ class Dispatcher:
                    "attempts = attempts + 1 WHERE id = %s", (entry_id, row.id))
         return True
 
-    def _stall(self, row: OutboxRow, ms: float, until_later: int) -> None:
+    def _stall(self, row: OutboxRow, ms: float, stall: dict) -> None:
         """The stall: `ms` (scaled), or, with `until_later`, until that many later rows of the
-        row's key are published (read every 5 ms on a connection of its own: its own holds the
-        row's lock), at most `ms`; the end is recorded (`info log`)."""
-        if not until_later:
+        row's key are published, or, with `until_written`, until that many are written and the
+        `others` (dispatchers) left no other key's row unpublished (read every 5 ms on a
+        connection of its own: its own holds the row's lock), at most `ms`; the end is recorded
+        (`info log`)."""
+        until_later, until_written = int(stall.get("until_later", 0)), int(stall.get("until_written", 0))
+        if not until_later and not until_written:
             self._pause(ms)
             return
         deadline = time.monotonic() + self.env.seconds(ms)
-        published = 0
+        published = written = left = 0
         with psycopg.connect(self.env.worker.pg_dsn, autocommit=True, connect_timeout=10) as look:
             while not self.env.stopping and time.monotonic() < deadline:
-                published = look.execute(f"SELECT count(*) FROM {OUTBOX_TABLE} WHERE key = %s AND version > %s "
-                                         "AND published_at IS NOT NULL", (row.key, row.version)).fetchone()[0]
-                if published >= until_later:
+                published, written, left = look.execute(
+                    f"SELECT count(*) FILTER (WHERE key = %s AND version > %s AND published_at IS NOT NULL), "
+                    f"count(*) FILTER (WHERE key = %s AND version > %s), "
+                    f"count(*) FILTER (WHERE key <> %s AND published_at IS NULL) FROM {OUTBOX_TABLE}",
+                    (row.key, row.version, row.key, row.version, row.key)).fetchone()
+                if until_later and published >= until_later:
+                    break
+                if until_written and written >= until_written and not (int(stall.get("others", 0)) and left):
                     break
                 time.sleep(0.005)
-        self.env.op("info", "log", value={"stall": "ended", "row": row.event_id, "later_published": published,
-                                          "until_later": until_later})
+        value = {"stall": "ended", "row": row.event_id, "later_published": published, "until_later": until_later}
+        if until_written:
+            value.update(later_written=written, others_unpublished=left, until_written=until_written)
+        self.env.op("info", "log", value=value)
 
     def _pause(self, ms: float) -> None:
         """Sleep between rounds in small steps, so SIGTERM ends the process promptly."""

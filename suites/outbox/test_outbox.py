@@ -47,12 +47,17 @@ def test_outbox_cell(cell, chaos_cell) -> None:
         for run, ends in enumerate(stalls):
             assert ends and all(v["later_published"] >= v["until_later"] for v in ends), (
                 f"run {run}: the stall did not end on {ends or 'anything'}; {outcome.figures()}")
+    if "stall_until_written" in cell.preset:
+        # the key's later rows were there to overtake with while it stalled, and nobody did
+        for run, ends in enumerate(stalls):
+            assert ends and all(v["later_written"] >= v["until_written"] and v["later_published"] == 0
+                                for v in ends), f"run {run}: the stall did not end on {ends or 'anything'}; {outcome.figures()}"
     print(f"{cell.test_id}: {outcome.figures()}; stall ends per run: {stalls}")
     outcome.check()
 
 
 def stall_ends(history: list[dict]) -> list[dict]:
-    """The values of a run's stall-end ops (a dispatcher's stall with `until_later`)."""
+    """The values of a run's stall-end ops (a dispatcher's stall with `until_later` or `until_written`)."""
     return [op["value"] for op in history if op["f"] == "log" and (op.get("value") or {}).get("stall") == "ended"]
 
 

@@ -77,8 +77,6 @@ def tools(shared_once) -> tuple[list[str], str]:
         pytest.skip("Chromium is missing: apt-get install -y chromium")
     allure = shared_once("allure3-command", lambda _folder: allure_command())
     if allure is None:
-        pytest.skip("Chromium is missing: apt-get install -y chromium")
-    if allure is None:
         pytest.skip(f"Allure 3 is missing: run `npx -y allure@{ALLURE_VERSION} --version` once (caches it), "
                     "or set CHAOS_ALLURE to an allure 3 command")
     return allure, browser

@@ -9,6 +9,7 @@ When the package is pip-installed the `pytest11` entry point (named
 from __future__ import annotations
 
 import fcntl
+import heapq
 import json
 import os
 import shutil
@@ -88,10 +89,27 @@ LONG_TESTS = {
 }
 
 
+# Tests that keep about a core busy or more while they run (CPU s of the test's whole process
+# tree: user + sys, children and servers included; psutil, -n 2), far above a cell's 0.1-0.3
+# cores: two pip installs into fresh venvs, the CLI scorecard grid (2 runs, 2 PNG pages), the
+# bulk producer's 3 presets, the two-shard nightly merge, the replayed pytest session.
+CPU_HEAVY = {
+    "tests/install/test_team_project.py::test_the_team_project_passes": 15.6,
+    "tests/install/test_setup_script.py::test_the_quick_start_sets_up_and_collects": 16.4,
+    "tests/scorecard/test_cli.py::test_json_schema_grid_page": 19.6,
+    "tests/workload/test_bulk_producer.py::test_a_late_reply": 16.1,
+    "tests/nightly/test_merge.py::test_two_shards_merge": 11.8,
+    "tests/report/test_replay.py::test_allure_and_summary_cells_replay": 8.2,
+}
+
+
 def expected_seconds(item: pytest.Item) -> float:
-    """A rough cost, only to order the tests: a LONG_TESTS figure, else ``@pytest.mark.slow(seconds=N)``
-    (SLOW_SECONDS without N), CELL_SECONDS for a test that runs cells, the module's figure above,
-    else 0 (most tests take well under a second)."""
+    """A rough cost, only to order the tests: 0 for a test marked to skip, a LONG_TESTS figure,
+    else ``@pytest.mark.slow(seconds=N)`` (SLOW_SECONDS without N), CELL_SECONDS for a test that
+    runs cells, the module's figure above, else 0 (most tests take well under a second)."""
+    if any(mark.name == "skip" or (mark.name == "skipif" and mark.args and mark.args[0] is True)
+           for mark in item.iter_markers()):
+        return 0.0                                              # it will skip: no cost
     for prefix, seconds in LONG_TESTS.items():
         if item.nodeid.startswith(prefix):
             return seconds
@@ -104,16 +122,42 @@ def expected_seconds(item: pytest.Item) -> float:
 
 
 def dispatch_order(items: list[pytest.Item], workers: int) -> list[pytest.Item]:
-    """Longest first (stable: equal costs keep the collection order). xdist (``--dist load``,
-    ``--maxschedchunk 1``) hands each worker the first two tests it has not handed out, then one
-    test whenever a worker finishes one, and a worker's second test waits for its first: so
-    the ``workers`` longest tests each get a short one, not a long one, queued behind them."""
-    ranked = sorted(items, key=expected_seconds, reverse=True)
+    """Longest first (stable: equal costs keep the collection order), no two CPU_HEAVY tests at
+    once where the figures can avoid it. xdist (``--dist load``, ``--maxschedchunk 1``) hands
+    each worker the first two tests it has not handed out, then one test whenever a worker
+    finishes one, and a worker's second test waits for its first: so the ``workers`` longest
+    tests each get a short one, not a long one, queued behind them."""
+    ranked = one_heavy_at_a_time(sorted(items, key=expected_seconds, reverse=True), workers)
     if workers < 2 or len(ranked) < 2 * workers or expected_seconds(ranked[-workers]) > 0:
         return ranked
     heads, tails, middle = ranked[:workers], ranked[-workers:], ranked[workers:-workers]
     paired = [item for pair in zip(heads, tails) for item in pair]
     return paired + middle
+
+
+def cpu_heavy(item: pytest.Item) -> bool:
+    return any(item.nodeid.startswith(prefix) for prefix in CPU_HEAVY)
+
+
+def one_heavy_at_a_time(ranked: list[pytest.Item], workers: int) -> list[pytest.Item]:
+    """``ranked`` as xdist would hand it out by the figures (the next test to the first free
+    worker), except that a CPU_HEAVY test waits while another runs and the next other test goes
+    first. Beside two CPU hogs the timing-sensitive cells that run meanwhile get the CPU the
+    second pip install or CLI grid would have taken."""
+    if workers < 2 or not any(cpu_heavy(item) for item in ranked):
+        return ranked
+    free = [0.0] * workers                              # when each worker is next free (a heap)
+    waiting, order, heavy_until = list(ranked), [], 0.0
+    while waiting:
+        now = heapq.heappop(free)
+        pick = next((i for i, item in enumerate(waiting) if now >= heavy_until or not cpu_heavy(item)), 0)
+        item = waiting.pop(pick)
+        seconds = expected_seconds(item)
+        if cpu_heavy(item):
+            heavy_until = now + seconds
+        order.append(item)
+        heapq.heappush(free, now + seconds)
+    return order
 
 
 @pytest.fixture(scope="session")

@@ -25,6 +25,7 @@ class FakeItem:
     slow: dict | None = None
     fixturenames: list[str] = field(default_factory=list)
     module: str = "tests/x/test_fast.py"
+    skip: bool = False
 
     @property
     def nodeid(self) -> str:
@@ -34,6 +35,10 @@ class FakeItem:
         if name == "slow" and self.slow is not None:
             return pytest.mark.slow(**self.slow).mark
         return None
+
+    def iter_markers(self) -> list[Any]:
+        marks = [pytest.mark.skipif(True, reason="nightly").mark] if self.skip else []
+        return marks + [m for m in [self.get_closest_marker("slow")] if m is not None]
 
 
 def test_longest_first_and_a_short_test_behind_each_of_the_first_workers():
@@ -93,3 +98,35 @@ def test_every_figure_names_a_test_that_exists():
         assert f"def {name.partition('[')[0]}" in (ROOT / module).read_text(), prefix
     for module in conftest.CHILD_SESSION_MODULES:
         assert (ROOT / module).is_file(), module
+
+
+def test_a_test_marked_to_skip_costs_nothing():
+    conftest = _conftest()
+    assert conftest.expected_seconds(FakeItem("nightly", slow={"seconds": 600}, skip=True)) == 0.0
+    assert conftest.expected_seconds(FakeItem("ci", slow={"seconds": 600})) == 600.0
+
+
+def test_two_cpu_heavy_tests_do_not_start_together_when_light_ones_can_go_between():
+    """Two workers, two CPU_HEAVY tests (about 20 s each) and five 5 s cells: longest first
+    would start both heavy tests at once; instead the cells go on the second worker until the
+    first heavy test ends, then the second starts."""
+    conftest = _conftest()
+    items = []
+    for prefix in list(conftest.CPU_HEAVY)[:2]:
+        module, _, name = prefix.partition("::")
+        items.append(FakeItem(name + "x", module=module))
+    items += [FakeItem(f"cell{i}", fixturenames=["chaos_cell"]) for i in range(5)]
+    figures = {i.name: conftest.expected_seconds(i) for i in items}
+    assert sum(figures[f"cell{i}"] for i in range(5)) >= max(figures[i.name] for i in items[:2])
+    order = conftest.one_heavy_at_a_time(sorted(items, key=conftest.expected_seconds, reverse=True), workers=2)
+    free, heavy = [0.0, 0.0], []
+    for item in order:                     # replay the dispatch: the next test to the first free worker
+        now = min(free)
+        free[free.index(now)] = now + figures[item.name]
+        if conftest.cpu_heavy(item):
+            heavy.append((now, now + figures[item.name]))
+    (_, first_end), (second_start, _) = sorted(heavy)
+    assert second_start >= first_end, [i.name for i in order]
+    assert sorted(i.name for i in order) == sorted(i.name for i in items)
+    # with nothing light left to run, a heavy test is not held back
+    assert conftest.one_heavy_at_a_time(items[:2], workers=2) == items[:2]

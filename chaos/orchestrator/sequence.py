@@ -148,9 +148,9 @@ class Orchestrated:
         return self.intended
 
     def spill_plans(self) -> None:
-        """Each producer plan's rows written to the run dir, its spec naming the file instead
-        (chaos/workload/planfile.py): the producer, and a respawned one, reads them from there
-        (10^6 events: ~140 MB less in the orchestrator through the workload)."""
+        """Each producer plan's rows written to the run dir as they are made, its spec naming the
+        file instead (chaos/workload/planfile.py): the producer, and a respawned one, reads them
+        from there (10^6 events: no ~140 MB list of rows in the orchestrator, at the arm or after)."""
         for plan in self.producer_plans:
             plan.spec = planfile.spill(plan.spec, self.run.dir / f"{plan.name}{planfile.SUFFIX}")
 
@@ -163,8 +163,8 @@ class Orchestrated:
 
     def arm(self) -> None:
         run = self.run
+        self.spill_plans()   # (first: a plan's rows are made from the events that spill() drops)
         self.spill()   # (after the reset, which seeded each event's key)
-        self.spill_plans()
         run.rig.start()       # after the reset: a reset restarts servers on purpose
         run.rig.check(deep=True)
         run.raise_if_rig_failed()

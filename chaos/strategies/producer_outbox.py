@@ -24,7 +24,7 @@ from typing import ClassVar
 
 from chaos.errors import BadArguments
 from chaos.params import Param
-from chaos.strategies.plan import PRODUCER, ProcessPlan
+from chaos.strategies.plan import PRODUCER, PlanRows, ProcessPlan
 from chaos.strategies.producers import Producer
 from chaos.events import Event
 from chaos.strategies.outbox_relay import DISPATCHER_ROLE, WRITER_ROLE, DispatcherConfig, has_schema, unpublished_count
@@ -105,7 +105,7 @@ class OutboxProducer(Producer):
             by_service[ev.producer].append(ev)
         self.check_events(events)
         services = [ProcessPlan(name, WRITER_ROLE, PRODUCER,
-                                {"events": [e.to_row() for e in evs], "rollback": self.rolled_back()})
+                                {"events": PlanRows(evs), "rollback": self.rolled_back()})
                     for name, evs in sorted(by_service.items())]
         config = self.config().__dict__
         relays = [ProcessPlan(dispatcher_name(n), DISPATCHER_ROLE, DISPATCHER_KIND, {"dispatcher": dict(config)},

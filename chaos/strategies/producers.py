@@ -16,7 +16,7 @@ from typing import ClassVar
 from chaos import extensions
 from chaos.params import Param
 from chaos.strategies.part import Part
-from chaos.strategies.plan import PRODUCER, ProcessPlan
+from chaos.strategies.plan import PRODUCER, PlanRows, ProcessPlan
 from chaos.events import Event
 
 _COMMON = (
@@ -46,7 +46,7 @@ class Producer(Part):
         for ev in events:
             by_producer[ev.producer].append(ev)
         return [ProcessPlan(name, "producer", PRODUCER,
-                            {"producer": self.to_spec(), "events": [e.to_row() for e in evs]}, gated=True)
+                            {"producer": self.to_spec(), "events": PlanRows(evs)}, gated=True)
                 for name, evs in sorted(by_producer.items())]
 
 

@@ -181,7 +181,7 @@ def producer_main(env: WorkerEnv) -> int:
     the row may or may not exist; the final outbox decides).
     """
     rollback = set(env.spec.get("rollback") or ())
-    events = sorted((Event.from_plan(e) for e in planfile.rows(env.spec)), key=lambda e: e.at_ms)
+    events = planfile.schedule(env.spec)   # (read as they come due: planfile.py)
     create_schema(env.pg())
     for ev in events:
         if env.stopping:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import heapq
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import redis
@@ -185,35 +186,70 @@ def _drained(r: redis.Redis, stream: str) -> bool:
     return not last or last[0][0] == group["last-delivered-id"]
 
 
+class Due:
+    """What the producer sends next, in due order: its plan's events, read from the plan as they
+    come due (planfile.schedule: in schedule order, so the next one read is the first of those
+    left), and the retries of failed publishes. The heap holds the next planned event and the
+    retries waiting, not the plan (10^6 events: ~560 MB of rows, events and heap entries held
+    whole). The order is that of a heap of the whole plan: (due, seq), planned events numbered
+    in schedule order before every retry, retries in the order they were made."""
+
+    def __init__(self, plan: Iterator[Event]) -> None:
+        self.plan = plan
+        self.queue: list[tuple[float, int, int, float, Event]] = []  # (due offset ms, seq, attempt, first ms, event)
+        self.planned = 0              # planned events read (the seq of the next one)
+        self.retries = RETRY_SEQ      # the seq of the last retry
+        self._read_next()
+
+    def _read_next(self) -> None:
+        ev = next(self.plan, None)
+        if ev is not None:
+            heapq.heappush(self.queue, (ev.at_ms, self.planned, 1, ev.at_ms, ev))
+            self.planned += 1
+
+    def __bool__(self) -> bool:
+        return bool(self.queue)
+
+    def peek(self) -> tuple[float, Event]:
+        """(due, event) of the next one, left in place."""
+        head = self.queue[0]
+        return head[0], head[4]
+
+    def pop(self) -> tuple[float, int, float, Event]:
+        """(due, attempt, first ms, event) of the next one."""
+        due, seq, attempt, first, ev = heapq.heappop(self.queue)
+        if seq < RETRY_SEQ:
+            self._read_next()
+        return due, attempt, first, ev
+
+    def retry(self, due: float, attempt: int, first: float, ev: Event) -> None:
+        self.retries += 1
+        heapq.heappush(self.queue, (due, self.retries, attempt, first, ev))
+
+
+RETRY_SEQ = 1 << 62   # retries' seqs start past any plan's
+
+
 def main(env: WorkerEnv) -> int:
     part = build(PRODUCERS, env.spec["producer"])
     publisher = Publisher(env, part)
-    plan = list(planfile.rows(env.spec))   # (read before t0 as the inline spec was: planfile.py)
+    queue = Due(planfile.schedule(env.spec))   # (its file opened and first chunk read before t0)
     publisher.connect()
     env.await_start()
     delays = part.retry_delays_ms()
-    queue: list[tuple[float, int, int, float, Event]] = []  # (due offset ms, seq, attempt, first ms, event)
-    for seq, data in enumerate(plan):
-        ev = Event.from_plan(data)
-        queue.append((ev.at_ms, seq, 1, ev.at_ms, ev))
-    del plan
-    heapq.heapify(queue)
-    seq = len(queue)
     while queue and not env.stopping:
-        due, _, attempt, first, ev = heapq.heappop(queue)
+        batch = [queue.pop()]
+        due, attempt, first, ev = batch[0]
         env.sleep_until(due)
-        batch = [(due, attempt, first, ev)]
         if publisher.batchable(ev):
             now_ms = (time.monotonic() - env.t0) * 1000.0 / env.scale
-            while queue and len(batch) < BATCH and queue[0][0] <= now_ms and publisher.batchable(queue[0][4]):
-                due, _, attempt, first, ev = heapq.heappop(queue)
-                batch.append((due, attempt, first, ev))
+            while queue and len(batch) < BATCH and queue.peek()[0] <= now_ms and publisher.batchable(queue.peek()[1]):
+                batch.append(queue.pop())
         else:
             publisher.wait_barrier(ev.barrier)
         outcome = publisher.publish_batch([(ev, attempt) for _, attempt, _, ev in batch])
         for (_, attempt, first, ev), ok in zip(batch, outcome, strict=True):
             if not ok and attempt <= len(delays):
-                seq += 1
-                heapq.heappush(queue, (first + delays[attempt - 1], seq, attempt + 1, first, ev))
+                queue.retry(first + delays[attempt - 1], attempt + 1, first, ev)
     env.op("info", "log", value={"producer": "done", "at": time.monotonic()})
     return 0

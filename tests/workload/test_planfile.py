@@ -128,12 +128,16 @@ from chaos.workload import planfile
 from chaos.workload.producer import Due
 n = int(sys.argv[1])
 strategy = resolve("baseline", parts={"workload": f"bulk:jobs={n},cost_ms=0", "producer": "direct"})
-events = strategy.delivery.route(strategy.workload.make_events(random.Random(0)))
+tracemalloc.start()
+made = strategy.workload.make_events(random.Random(0))
 with tempfile.TemporaryDirectory() as tmp:
-    tracemalloc.start()
+    tracemalloc.reset_peak()
+    base = tracemalloc.get_traced_memory()[0]
+    events = strategy.delivery.route(made)
+    del made
     plans = strategy.producer.plans(events)
     spec = planfile.spill(plans[0].spec, Path(tmp) / ("P" + planfile.SUFFIX))
-    plan_peak = tracemalloc.get_traced_memory()[1]
+    plan_peak = tracemalloc.get_traced_memory()[1] - base
     del events, plans
     tracemalloc.reset_peak()
     base = tracemalloc.get_traced_memory()[0]
@@ -146,9 +150,10 @@ print(json.dumps({"plan": plan_peak, "read": read_peak}))
 
 
 def _traced_peaks(n: int) -> dict[str, int]:
-    """Traced peaks (bytes) of planning and spilling `n` events' producer plan (the arm's part),
-    and of reading it back as the producer does, in a fresh interpreter (an xdist worker shares
-    its interned strings and allocator state with the tests it ran before)."""
+    """Traced peaks (bytes) over the made events of routing them, planning the producer's rows and
+    spilling them (what the orchestrator does from planning to the arm), and of reading the plan
+    back as the producer does; in a fresh interpreter (an xdist worker shares its interned strings
+    and allocator state with the tests it ran before)."""
     out = subprocess.run([sys.executable, "-c", _MEMORY, str(n)], capture_output=True, text=True, timeout=120,
                          cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert out.returncode == 0, out.stderr
@@ -156,10 +161,10 @@ def _traced_peaks(n: int) -> dict[str, int]:
 
 
 def test_neither_side_holds_the_whole_plan():
-    """Planning a producer's rows and writing them grows by the plan's list of event references
-    only (~8 B an event), reading them back not at all: per chunk, not per event. Building the
-    list of rows again costs ~136 B an event at the arm (a9fd1aa: 141 B measured here), the
-    producer holding its plan ~560 B an event."""
+    """Routing the events, planning a producer's rows and writing them grows by the plan's list of
+    event references only (~8 B an event), reading them back not at all: per chunk, not per event.
+    A list of the rows costs ~136 B an event (the arm of a9fd1aa), a route that copies every
+    event ~120 B (both measured here: 141 and 120 B), the producer holding its plan ~560 B."""
     small, large = _traced_peaks(50_000), _traced_peaks(200_000)
     per_event = {side: (large[side] - small[side]) / 150_000 for side in ("plan", "read")}
     assert per_event["plan"] < 40, (per_event, small, large)

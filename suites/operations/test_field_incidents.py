@@ -22,6 +22,11 @@ def _start(outcome: CellRun, run: int, name: str) -> dict:
     return starts[0]
 
 
+def start_time(history: list[dict], name: str = "group-loss") -> float:
+    return next(op["time"] for op in history if op["f"] == "fault" and op["value"].get("name") == name
+                and op["value"].get("phase") == "start")
+
+
 def _group_ops(history: list[dict]) -> list[dict]:
     return [op.get("value") or {} for op in history if op["f"] == "group"]
 
@@ -32,7 +37,11 @@ def test_group_loss_cell(cell, chaos_cell) -> None:
     policy = resolve(cell.preset, parts=dict(cell.parts)).delivery.on_nogroup
     for run, history in enumerate(outcome.histories):
         start = _start(outcome, run, "group-loss")
-        assert sum(start["entries"].values()) >= 10, f"run {run}: the loss came before the backlog: {start['entries']}"
+        # a publish attempt that failed (retried) or whose reply was lost (maybe in) adds no or one entry
+        retried = sum(1 for op in history if op["f"] == "publish" and op["type"] in ("fail", "info")
+                      and op["time"] < start_time(history))
+        assert sum(start["entries"].values()) >= 10 - retried, (
+            f"run {run}: the loss came before the backlog: {start['entries']}")
         reactions = _group_ops(history)
         assert reactions, f"run {run}: no consumer met NOGROUP; {outcome.figures()}"
         if policy == "fail":
@@ -43,9 +52,12 @@ def test_group_loss_cell(cell, chaos_cell) -> None:
         stop = [v for v in outcome.fault_ops(run, "group-loss") if v.get("phase") == "stop"]
         if "window" in stop[0]:   # the forced schedule: the group back before the producer went on
             assert stop[0]["group_back"] or policy == "fail", f"run {run}: {stop[0]}"
-            skipped = outcome.result.runs[run].anomaly_counts.get("lost", 0)
-            want = sum(stop[0]["window"].values()) if policy.endswith("$") else skipped
-            assert skipped == want, f"run {run}: {skipped} lost after the loss, the window held {stop[0]['window']}"
+            if policy.endswith("$"):   # what it skipped is what the group-less stream held (a retry aside)
+                skipped = outcome.result.runs[run].anomaly_counts.get("lost", 0)
+                held = len(stop[0]["window_events"])
+                exact = not any(op["f"] == "publish" and op["type"] in ("fail", "info") for op in history)
+                assert 1 <= skipped <= held and (skipped == held or not exact), (
+                    f"run {run}: {skipped} lost after the loss, the window held {stop[0]['window_events']}")
     print(f"{cell.test_id}: {outcome.figures()}; anomalies {outcome.result.anomaly_counts}")
     outcome.check()
 

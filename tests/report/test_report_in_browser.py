@@ -407,16 +407,18 @@ def test_allure2_applies_the_same_categories_and_the_merge_carries_its_history(r
 
 
 def test_matrix_page(tools, tmp_path):
-    """The producer area's rows, one run each: every cell judged, the coverage grid below."""
+    """The producer area's s1 rows (two of its four: the page is the same for any number),
+    one run each: every cell judged, the coverage grid below. All four rows, judged, run in
+    suites/producer/test_publish_blip.py."""
     _, browser = tools
     page = tmp_path / "matrix.html"
     env = {**os.environ, "PYTHONPATH": f"{REPO}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
-    proc = subprocess.run([sys.executable, "-m", "chaos", "matrix", "--area", "producer", "--runs", "1", "--json",
-                           "--out", str(page), "--run-dir", str(tmp_path / "runs")],
+    proc = subprocess.run([sys.executable, "-m", "chaos", "matrix", "--area", "producer", "--presets", "s1",
+                           "--runs", "1", "--json", "--out", str(page), "--run-dir", str(tmp_path / "runs")],
                           capture_output=True, text=True, timeout=600, env=env)
     assert proc.returncode in (0, 1), proc.stderr[-3000:]
     doc = json.loads(proc.stdout)
-    assert doc["cells"] and all(c["area"] == "producer" and c["expected"] for c in doc["cells"])
+    assert len(doc["cells"]) == 2 and all(c["area"] == "producer" and c["expected"] for c in doc["cells"])
     html = page.read_text()
     assert '<h2 id="area-producer">' in html and '<h2 id="coverage">' in html
     assert html.count("<tr class=") == len(doc["cells"])

@@ -15,7 +15,7 @@ lost events among them `stream-lost`. What happens next is the consumers' recove
 the loss), from `$` (skips it), or exit.
 
 With `window=N` the schedule is forced instead of timed: the producer stops before its publish
-after `after_entries` (a failpoint), the consumers catch up and are stopped (SIGSTOP), the
+after `after_entries` (a failpoint), the consumers catch up (unless `catch_up=false`) and are stopped (SIGSTOP), the
 streams go; the producer publishes N events into the group-less stream and stops again; the
 consumers go on (NOGROUP, back-off, the policy) and the producer only once the group is back
 (or no consumer is left). So those N publishes fall between the loss and the group's return,
@@ -118,6 +118,8 @@ class GroupLoss(Fault):
               "consumers are stopped and the streams deleted, the producer publishes this many events "
               "into the group-less stream and stops until the group is back or no consumer is left",
               kind=int, minimum=0),
+        Param("catch_up", True, "with window: wait until the consumers have read and acked what was published "
+              "before stopping them (false: the loss meets their backlog)", kind=bool),
     )
 
     def validate(self) -> None:
@@ -172,9 +174,9 @@ class GroupLoss(Fault):
         self.stopped = [producer]
         client = ctx.cluster.direct_redis("primary")
         deadline = time.monotonic() + self.wait_ms / 1000
-        while not workload_settled(client, self.after_entries) and time.monotonic() < deadline:
+        while self.catch_up and not workload_settled(client, 1) and time.monotonic() < deadline:
             time.sleep(0.005)
-        caught_up = workload_settled(client, self.after_entries)
+        caught_up = workload_settled(client, 1)
         consumers = [w for w in ctx.workers("consumer") if w.alive()]
         for worker in consumers:
             worker.kill(signal.SIGSTOP)

@@ -74,7 +74,6 @@ LONG_TESTS = {
     "suites/sentinel/test_sentinel_failover.py::test_sentinel_cell[s1|mode=manual": 9.5,
     "suites/producer/test_publish_blip.py::test_publish_blip_cell[": 8.0,
     "suites/ordering/test_sharding_fanout.py::test_s2_and_s3_keep_order_and_scale": 8.5,
-    "tests/workload/test_bulk_producer.py::test_a_late_reply": 8.0,
     "suites/delivery/test_kill_consumer.py::test_kill_consumer_cell[ack-after:respawn=1": 8.0,
     "tests/cluster/test_sentinel.py::test_a_sentinel_that_never_elects": 8.0,
     "tests/nightly/test_kept_runs.py::test_a_failing_cell_keeps_its_dirs": 7.0,     # builds the sessions

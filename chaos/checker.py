@@ -78,6 +78,9 @@ class _RunScan:
     def _scan(self, history: Iterable[dict]) -> None:
         events = self.events   # (its columns, read and written by row: chaos/checkstore.py)
         index, add, where, keys, versions = events.index, events.add, events.where, events.keys, events.version
+        # (bound once per batch, not looked up per op: 5 x 10^6 ops at 10^6 events)
+        learn, add_entry, deliveries = events.learn, events.add_entry, events.deliveries
+        publishing, applying, invoked, apply = self.publishing, self.applying, self.invoked, self._apply
         for op in history:
             f = op["f"]
             kind = op["type"]
@@ -89,17 +92,16 @@ class _RunScan:
                 if i is None:
                     i = add(eid)
                 if keys[i] is None or versions[i] == ASIDE:
-                    events.learn(i, op)
+                    learn(i, op)
                 if f == "deliver":
                     if kind == "ok":
-                        events.deliveries[i] += 1
-                        events.add_entry(i, op.get("stream"), op.get("entry_id"))
+                        deliveries[i] += 1
+                        add_entry(i, op.get("stream"), op.get("entry_id"))
                         if op.get("via") in REDELIVERY_VIAS or (op.get("delivery_count") or 1) > 1:
                             where[i] |= REDELIVERED
                         elif where[i] & REDELIVERED:
                             where[i] &= ~REDELIVERED
                 elif f == "publish":
-                    publishing = self.publishing
                     if kind == "invoke":
                         publishing[eid] = publishing.get(eid, 0) + 1
                         continue
@@ -111,26 +113,25 @@ class _RunScan:
                             publishing[eid] = n - 1
                     if kind == "ok":
                         where[i] |= OK
-                        events.add_entry(i, op.get("stream"), op.get("entry_id"))
+                        add_entry(i, op.get("stream"), op.get("entry_id"))
                     elif kind == "info":
                         where[i] |= INFO
                     else:
                         where[i] |= FAILED
                 elif f == "apply":
                     # invokes are matched with completions per event (a dangling one is unknown)
-                    applying = self.applying
                     if kind == "invoke":
                         applying[eid] = applying.get(eid, 0) + 1
-                        self.invoked[eid] = op["time"]
+                        invoked[eid] = op["time"]
                         continue
                     n = applying.get(eid)   # (none: a reorder buffer's release is an `ok` without an invoke)
                     if n is not None:
                         if n == 1:
-                            del applying[eid], self.invoked[eid]
+                            del applying[eid], invoked[eid]
                         else:
                             applying[eid] = n - 1
                     if kind == "ok":
-                        self._apply(op, i)
+                        apply(op, i)
                     elif kind == "info":  # the outcome is unknown (a lost COMMIT reply)
                         events.add_unknown(i, op["time"], self.fault_started and bool(where[i] & REDELIVERED))
                 elif kind == "ok":
@@ -355,13 +356,17 @@ def _absorb_final(events: _Events, final: FinalState) -> int:
     """Fold the final Redis/PostgreSQL lists into the events (each list read once: the stream's
     may be read in pages); returns how many intended events there are."""
     intended = 0
-    row_of, where, keys, versions, etypes = events.row, events.where, events.keys, events.version, events.etype
+    index, add, where, keys, versions, etypes = (events.index, events.add, events.where, events.keys, events.version,
+                                                 events.etype)
+    learn, add_entry = events.learn, events.add_entry   # (bound once: 10^6 intended events and as many entries)
     for row in final.events:
         eid = row.get("event_id")
         if eid is not None:
-            i = row_of(eid)
+            i = index.get(eid)
+            if i is None:
+                i = add(eid)
             if keys[i] is None or versions[i] == ASIDE or etypes[i] == 0:   # (else it knows them all)
-                events.learn(i, row)
+                learn(i, row)
             w = where[i]
             intended += not w & INTENDED
             where[i] = w | INTENDED
@@ -369,13 +374,16 @@ def _absorb_final(events: _Events, final: FinalState) -> int:
         for entry in source:
             eid = entry.get("event_id")
             if eid is not None:
-                i = row_of(eid)
-                events.add_entry(i, entry.get("stream"), entry.get("entry_id"))
+                i = index.get(eid)
+                if i is None:
+                    i = add(eid)
+                add_entry(i, entry.get("stream"), entry.get("entry_id"))
                 where[i] |= flag
+    row_of = events.row
     for row in final.outbox:
         if row.get("event_id") is not None:
             i = row_of(row["event_id"])
-            events.learn(i, row)
+            learn(i, row)
             where[i] |= OUTBOX
     for entry in final.dlq:
         if entry.get("event_id") is not None:

@@ -223,13 +223,15 @@ class FoldingWatch(ProgressWatch):
         if not batch:
             return
         batch.sort(key=op_time)              # stable: a tie keeps file order, then line order
-        if self.run is not None:
-            for op in batch:
-                op["run"] = self.run
         scan = self.scan
         assert scan is not None
+        faults = self.notes.faults
+        kept = len(faults)
         with paused_gc():
             scan.scan(self.notes.feed(batch, counted=True))
+        if self.run is not None:   # (iter_history's ops carry their run; of the folded ones only these are kept)
+            for op in faults[kept:]:
+                op["run"] = self.run
         self.folded_ops += len(batch)
 
     def abandon(self, why: str) -> None:

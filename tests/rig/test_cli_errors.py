@@ -82,7 +82,10 @@ def assert_bad_input(out: Outcome, *words: str) -> str:
         base = base_dir()
     except OSError:       # CHAOS_CLUSTER_BASE is the bad input: nothing can be made there
         base = None
-    assert base is None or not any(base.glob(f"*-{out.pid}*")), "a cluster dir was made"
+    # A dir the CLI would make names its pid as a whole dash-separated part (bb-<pid>-<hex>,
+    # <stamp>-<pid>): a glob on the digits alone also matches another process's pid 12853.
+    made = [] if base is None or not base.is_dir() else [d.name for d in base.iterdir() if str(out.pid) in d.name.split("-")]
+    assert not made, f"a cluster dir was made: {made}"
     if out.marker:
         assert not marked_processes(out.marker)
     return lines[0]

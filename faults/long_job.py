@@ -48,7 +48,8 @@ class LongJob(Fault):
     description = ("one selected job (or every k-th) runs longer than the claim idle time while other "
                    "consumers run XAUTOCLAIM: it is claimed and runs twice at once")
     params = (
-        Param("duration_ms", 1500, "how long the selected job runs (must exceed the preset's claim_idle_ms)",
+        Param("duration_ms", 1500, "how long the selected job runs (must exceed the preset's claim_idle_ms; "
+              "with until_claimed a run claimed from lasts until its claim anyway: the last run's length)",
               minimum=1),
         Param("event_id", "", "the job that runs long (e.g. e1-1)"),
         Param("etype", "", "or every job of this event type (e.g. created)"),
@@ -93,7 +94,7 @@ class LongJob(Fault):
                 f"fault 'long-job': preset {label} has {len(consumers)} consumer(s); claimers={self.claimers} "
                 f"needs {self.claimers + 1} (e.g. --part delivery=group:consumers={self.claimers + 1},claim=always,"
                 "claim_idle_ms=300)")
-        if self.duration_ms <= delivery.claim_idle_ms:
+        if self.duration_ms <= delivery.claim_idle_ms and not self.until_claimed:
             raise BadArguments(
                 f"fault 'long-job': duration_ms={self.duration_ms:g} does not outlast claim_idle_ms="
                 f"{delivery.claim_idle_ms:g}, so nobody claims the job; raise duration_ms or lower claim_idle_ms")

@@ -26,9 +26,9 @@ claims them in the drain). Deleted while alive, it finishes and acks what it hol
 XACKs match no PEL entry) and reads on: nothing lost. No preset here keeps its own
 record of what it read, so the outbox + inbox preset loses the dropped entries as well.
 
-`long-job` (the `pair` workload's order 42: `created` runs 1.5 s while the group's
-XAUTOCLAIM min-idle time is 1 s and both consumers claim all along): the other
-consumer claims it and runs it while the first still does. Plain UPDATE and a Redis
+`long-job` (the `pair` workload's order 42: `created` stops in its work until another
+consumer has claimed it, past the group's 1 s XAUTOCLAIM min-idle time, both consumers claiming
+all along): the other consumer claims it and runs it while the first still does. Plain UPDATE and a Redis
 marker set after the effect (`setnx-dedupe:mark=after`) apply it twice (a `duplicated`
 whose detail gives the two runs' overlap); CAS, the inbox and a marker set before the work
 apply it once. With `claimers=2` (3 consumers, min-idle 100 ms) it is claimed twice and
@@ -153,9 +153,10 @@ CLAIMING = "claim=always,claim_idle_ms=1000"
 TWO_CLAIMING = "group:consumers=2,claim=always,claim_idle_ms=1000"
 # until another consumer claimed it and the claimer's run has begun: the claim is forced, not timed
 # (the claimer's XAUTOCLAIM had to land inside a 1.5 s sleep; a loaded machine could miss it).
-# duration_ms=1100, just past the 1 s min-idle: the first run ends on the claim anyway (~1.25 s:
-# the min-idle and a claim round), and the last run, whom nobody claims from, stops 1.1 s, not 1.5
-LONG = "long-job:event_id=e42-1,duration_ms=1100,until_claimed=1"
+# duration_ms=100: the first run lasts until the claim anyway (the 1 s min-idle and a claim round),
+# and the last run, whom nobody claims from, needs only to have begun inside the first (it stops at
+# in_work before the first is resumed): it stops 100 ms, not 1.5 s, of nobody doing anything
+LONG = "long-job:event_id=e42-1,duration_ms=100,until_claimed=1"
 # the inbox and marker presets send every event twice; here once, so the long job's second run is
 # the claimed one (two copies read by the two consumers at once, under load, ran long side by side
 # and nobody claimed: the claim the cell is about did not happen)
@@ -184,7 +185,7 @@ LONG_JOB: list[Cell] = [
                                                    redelivered=each_run(ge(1))),
          parts=ONE_COPY,
          note="the marker SET NX before the work: the claimed copy sees it (it would lose the job on a crash)"),
-    Cell("baseline:consumers=3,claim=always,claim_idle_ms=100", ("long-job:event_id=e42-1,duration_ms=1000,claimers=2,until_claimed=1",),
+    Cell("baseline:consumers=3,claim=always,claim_idle_ms=100", ("long-job:event_id=e42-1,duration_ms=100,claimers=2,until_claimed=1",),
          RUN_COUNT, dict(duplicated=each_run(ge(1)), redelivered=each_run(ge(2)), projection_drift=each_run(ge(2))),
          parts={"workload": LONG_PAIR},
          note="redis/redis#13956: three consumers claiming with a 100 ms min-idle hand the job on twice: "

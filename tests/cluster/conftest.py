@@ -39,8 +39,11 @@ def child_pytest(tmp_path):
                 f"--basetemp={tmp_path / f'basetemp-{len(runs)}'}", *args]
         if workers:
             argv += ["-n", str(workers), "--dist", "each"]   # every worker runs the scenario
+        # SIGINT at its default, as in a terminal: a shell's background job (`cmd &`, a CI
+        # script's) starts with it ignored, its children inherit that, and Ctrl-C would do nothing
         proc = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                text=True, start_new_session=True)
+                                text=True, start_new_session=True,
+                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
         runs.append(ChildRun(proc, out))
         return runs[-1]
 

@@ -118,6 +118,8 @@ class GroupLoss(Fault):
               "consumers are stopped and the streams deleted, the producer publishes this many events "
               "into the group-less stream and stops until the group is back or no consumer is left",
               kind=int, minimum=0),
+        Param("publisher", "producer", "with window: the role whose before_publish failpoint gates the XADDs "
+              "(an outbox preset's relay: dispatcher)"),
         Param("catch_up", True, "with window: wait until the consumers have read and acked what was published "
               "before stopping them (false: the loss meets their backlog)", kind=bool),
     )
@@ -131,7 +133,7 @@ class GroupLoss(Fault):
         if not self.window:
             return {}
         # before_publish fires on the (after_entries + 1)-th publish and on the window's end
-        return {"producer": {"before_publish": {"action": "signal", "count": 2, "every": self.window,
+        return {self.publisher: {"before_publish": {"action": "signal", "count": 2, "every": self.window,
                                                 "after": self.after_entries + 1 - self.window}}}
 
     def check(self, plan: Plan) -> None:

@@ -85,50 +85,84 @@ class GroupView:
 
     ``delivered``: entries the groups have handed out (XINFO GROUPS entries-read, summed);
     ``undelivered``: entries not yet handed out by a group the consumer reads in (lag);
-    ``idle_ms``: the consumer's least XINFO CONSUMERS idle over its groups, the time since it
-    last read (None: no group knows it yet); ``pending``: its PEL, summed. A process's consumers
-    are the ones named by its process name (the worker contract's CHAOS_CONSUMER), with or
-    without a suffix (``C1-reclaim``)."""
+    ``read_ms``: when (server clock, ms) a read or claim last handed the consumer entries
+    (XINFO CONSUMERS `inactive`, on Redis 7.0 `idle`, which only such a read resets; None:
+    none yet), the latest over its groups; ``pending``: its PEL, summed; ``now_ms``: the
+    server's clock. A process's consumers are the ones named by its process name (the worker
+    contract's CHAOS_CONSUMER), with or without a suffix (``C1-reclaim``)."""
 
     delivered: int
     undelivered: int
-    idle_ms: int | None
+    read_ms: int | None
     pending: int
+    now_ms: int
+
+    @property
+    def idle_ms(self) -> int | None:
+        """How long ago the consumer last got entries."""
+        return None if self.read_ms is None else self.now_ms - self.read_ms
+
+
+class GroupWatch:
+    """Looks at the workload's consumer groups for some consumers, one MULTI a look (one
+    round trip: the streams and their groups are listed again only when they change)."""
+
+    def __init__(self, redis: Any) -> None:
+        self.redis = redis
+        self.pairs: list[tuple[str, str]] = []
+
+    def look(self, consumers: list[str]) -> dict[str, GroupView] | None:
+        """Each of `consumers`' GroupView now; None when a group changed under the read
+        (deleted, being recreated): ask again."""
+        import redis as redis_lib
+
+        for attempt in (1, 2):
+            try:
+                if not self.pairs or attempt == 2:
+                    self.pairs = [(s, _text(g["name"])) for s in workload_streams(self.redis)
+                                  for g in self.redis.xinfo_groups(s)]
+                pipe = self.redis.pipeline(transaction=True)
+                pipe.time()
+                for stream, group in self.pairs:
+                    pipe.xinfo_groups(stream)
+                    pipe.xinfo_consumers(stream, group)
+                now, *replies = pipe.execute()
+                return self._views(consumers, now, replies)
+            except (redis_lib.ResponseError, LookupError):
+                continue
+        return None
+
+    def _views(self, consumers: list[str], now: Any, replies: list[Any]) -> dict[str, GroupView]:
+        now_ms = now[0] * 1000 + now[1] // 1000
+        delivered = 0
+        sums = {c: [0, 0, None] for c in consumers}          # undelivered, pending, read_ms
+        for (stream, group), groups, found in zip(self.pairs, replies[0::2], replies[1::2]):
+            info = next((g for g in groups if _text(g["name"]) == group), None)
+            if info is None:
+                raise LookupError(group)
+            got = info.get("entries-read")
+            delivered += got if got is not None else self.redis.xlen(stream)
+            lag = info.get("lag")
+            for name, acc in sums.items():
+                mine = [c for c in found if _named(_text(c["name"]), name)]
+                if not mine:
+                    continue
+                if lag is None:   # (not known after deletions: look past the last-delivered id)
+                    lag = len(self.redis.xrange(stream, "(" + _text(info["last-delivered-id"]), "+", count=1))
+                acc[0] += lag
+                acc[1] += sum(c["pending"] for c in mine)
+                for c in mine:
+                    since = c.get("inactive", c["idle"])   # (7.2 added inactive; idle became any attempt)
+                    if since is not None and since >= 0:
+                        acc[2] = max(acc[2] or 0, now_ms - since)
+        return {name: GroupView(delivered, undelivered, read, pending, now_ms)
+                for name, (undelivered, pending, read) in sums.items()}
 
 
 def group_view(redis: Any, consumer: str) -> GroupView | None:
-    """`consumer`'s GroupView now; None when a group changed under the read (deleted, being
-    recreated): ask again."""
-    import redis as redis_lib
-
-    try:
-        streams = workload_streams(redis)
-        pairs = [(s, _text(g["name"])) for s in streams for g in redis.xinfo_groups(s)]
-        pipe = redis.pipeline(transaction=True)
-        for stream, group in pairs:
-            pipe.xinfo_groups(stream)
-            pipe.xinfo_consumers(stream, group)
-        replies = pipe.execute()
-    except redis_lib.ResponseError:
-        return None
-    delivered = undelivered = pending = 0
-    idle: int | None = None
-    for (stream, group), groups, consumers in zip(pairs, replies[0::2], replies[1::2]):
-        info = next((g for g in groups if _text(g["name"]) == group), None)
-        if info is None:
-            return None
-        mine = [c for c in consumers if _named(_text(c["name"]), consumer)]
-        read = info.get("entries-read")
-        delivered += read if read is not None else redis.xlen(stream)
-        if not mine:
-            continue
-        idle = min([c["idle"] for c in mine] + ([] if idle is None else [idle]))
-        pending += sum(c["pending"] for c in mine)
-        lag = info.get("lag")
-        if lag is None:   # (the counter is not known after deletions: look past the last-delivered id)
-            lag = len(redis.xrange(stream, "(" + _text(info["last-delivered-id"]), "+", count=1))
-        undelivered += lag
-    return GroupView(delivered, undelivered, idle, pending)
+    """`consumer`'s GroupView now (GroupWatch.look, for one); None: ask again."""
+    views = GroupWatch(redis).look([consumer])
+    return None if views is None else views[consumer]
 
 
 def _named(name: str, process: str) -> bool:

@@ -17,10 +17,11 @@ The checker's `duplicated` anomaly gives the two runs' overlap.
 With ``until_claimed=1`` (an ``event_id`` job) the job stops at ``in_work`` (SIGSTOP) instead of
 sleeping, and the fault resumes it once ``duration_ms`` has passed *and* the group's PEL no
 longer has the entry in this consumer's name (another consumer's XAUTOCLAIM took it), read on
-the primary every 10 ms, *and* the claimer's run has stopped at ``in_work`` itself (its delivery
-is recorded by then, so the claim falls inside this run however short the job's cost and however
-late a loaded machine lets the claimer record it); the last of the ``claimers + 1`` runs, whom
-nobody is to claim from, resumes after ``duration_ms``. The claim the cell is about then happens during the job's run
+the primary every 10 ms, *and* the last claimer's run has stopped at ``in_work`` itself (its
+delivery is recorded by then, so every claim falls inside the runs before it however short the
+job's cost and however late a loaded machine lets a claimer record it; and no earlier run's XACK,
+which acks the entry whoever holds it, can end the chain of claims before its end); the last of
+the ``claimers + 1`` runs, whom nobody is to claim from, resumes after ``duration_ms``. The claim the cell is about then happens during the job's run
 every run, however late a loaded machine lets the claimer's XAUTOCLAIM come (a 1.5 s sleep by
 the clock left that to chance). A claim that never comes within ``wait_ms`` fails the fault:
 the run is unknown.
@@ -142,8 +143,8 @@ class LongJob(Fault):
 
     def _release(self, ctx: FaultContext, worker: Any, nth: int) -> None:
         """Resume `worker` (the nth run) after duration_ms and, if someone is to claim from it, once
-        the PEL no longer names it for the job and the claimer's run has stopped at in_work (records
-        `info` with what it waited for)."""
+        the PEL no longer names it for the job and the last claimer's run has stopped at in_work
+        (records `info` with what it waited for)."""
         claimed_from = nth <= self.claimers
         stopped_at = time.monotonic()
         time.sleep(ctx.scale(self.duration_ms))   # the whole run's length, as the pause's, even past the workload
@@ -158,14 +159,16 @@ class LongJob(Fault):
                 time.sleep(0.01)
             if not claimed:
                 self.missed.append(f"nobody claimed {self.event_id} from {worker.name} within {self.wait_ms} ms")
-            # the claimer's run under way (stopped at in_work): this one may end now; a claimed copy
-            # that never reaches in_work (a marker set before the work: acked at once) leaves it to the heal
-            while claimed and not self.arrived[nth].is_set() and not self.done.is_set():
+            # the last claimer's run under way (stopped at in_work): this one may end now (its XACK
+            # cannot cut the chain short); a claimed copy that never reaches in_work (a marker set
+            # before the work: acked at once) leaves it to the heal
+            last = self.arrived[self.claimers]
+            while claimed and not last.is_set() and not self.done.is_set():
                 if ctx.stop_event.is_set() or time.monotonic() > deadline:
                     break
-                self.arrived[nth].wait(0.01)
+                last.wait(0.01)
         ctx.record("info", name=self.name, step="resume", worker=worker.name, claimed=claimed,
-                   claimer_in_work=self.arrived[nth].is_set() if claimed_from else None,
+                   claimer_in_work=self.arrived[self.claimers].is_set() if claimed_from else None,
                    stopped_s=round(time.monotonic() - stopped_at, 4))
         self._resume(ctx, worker)
 

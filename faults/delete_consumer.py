@@ -88,6 +88,7 @@ class DeleteConsumer(Fault):
     # the deletion dropped at least one entry (its start op's `unsettled`): the consumer held work
     effect = STRUCK_UNSETTLED
     name = "delete-consumer"
+    touches_publish = False   # the group's consumer list
     description = ("XGROUP DELCONSUMER of a consumer with entries pending (a clean-up script): its PEL "
                    "entries are dropped; when=dead kills it first, when=alive deletes it while it works")
     params = (

@@ -33,6 +33,7 @@ POINTS = tuple(sorted(CONSUMER_FAILPOINTS))
 
 class Hold(Fault):
     name = "hold"
+    touches_publish = False   # holds workers at failpoints; no link
     effect = FAILPOINT_FIRED   # the worker stopped at `at` (its failpoint acted)
     description = "stop a worker at a failpoint until another worker reaches a second failpoint"
     params = (

@@ -94,6 +94,12 @@ class Fault:
     # the run the orchestrator reads the history (faults.effects.missing): a run where the
     # effect is missing tested nothing and is `unknown`, with a reason naming the fault.
     effect: ClassVar[str] = ""
+    # Whether the fault may act on a producer's path to Redis (its link, the primary's
+    # availability, Redis's memory or replication). In a cell where no fault does, a producer
+    # whose spec did not name timeout_ms gets a steady one (chaos.strategies.presets.
+    # steady_producer): its retries would be the harness's, not the cell's. True unless the
+    # fault acts only on consumers, dispatchers, PostgreSQL or the group (a new fault: leave it).
+    touches_publish: ClassVar[bool] = True
 
     def explains(self) -> frozenset[str]:
         """Counts this fault may cause that would otherwise make the run `unknown`

@@ -30,6 +30,7 @@ class KillDispatcher(KillConsumer):
     at the failpoint the kill comes from outside, once, so N dispatchers lose exactly one."""
 
     name = "kill-dispatcher"
+    touches_publish = False   # kills a dispatcher process; its link is untouched
     description = "SIGKILL an outbox dispatcher between XADD and marking the row published, or by time"
     params = (
         Param("at", "after_xadd_before_mark", "the failpoint where the dispatcher is killed, or time "

@@ -46,6 +46,7 @@ class LongJob(Fault):
     # window to the end of the run: the job may come at any time)
     effect = CLAIMED_WHILE_RUNNING
     name = "long-job"
+    touches_publish = False   # a consumer's job
     description = ("one selected job (or every k-th) runs longer than the claim idle time while other "
                    "consumers run XAUTOCLAIM: it is claimed and runs twice at once")
     params = (

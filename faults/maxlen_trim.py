@@ -57,6 +57,7 @@ def trim(client: Any, streams: list[str], maxlen: int) -> dict[str, dict[str, in
 
 class MaxlenTrim(Fault):
     name = "maxlen-trim"
+    touches_publish = False   # one XTRIM; the primary stays up
     effect = STRUCK_UNSETTLED   # the trim removed entries not yet acked
     description = "XTRIM a stream to MAXLEN while entries are still pending (as XADD MAXLEN would)"
     params = (

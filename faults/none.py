@@ -5,4 +5,5 @@ from faults.interface import Fault
 
 class NoFault(Fault):
     name = "none"
+    touches_publish = False   # nothing acts
     description = "no fault: the workload runs undisturbed"

@@ -24,6 +24,7 @@ from faults.interface import Fault, FaultContext, FaultError
 
 class PgReset(Fault):
     name = "pg-reset"
+    touches_publish = False   # a consumer's PostgreSQL link
     effect = LINK_FAILED
     description = "close a consumer's PostgreSQL connection mid-transaction (reset_peer on its link)"
     params = (

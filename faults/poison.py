@@ -16,6 +16,7 @@ ALWAYS = 10**9  # fire at every delivery
 
 class Poison(Fault):
     name = "poison"
+    touches_publish = False   # a consumer's apply
     effect = FAILPOINT_FIRED   # a selected event reached a consumer and its apply failed
     description = "make the selected events' apply fail at every attempt (a poison message)"
     params = (

@@ -12,6 +12,7 @@ from faults.interface import Fault, FaultContext
 
 class SigTerm(Fault):
     name = "sigterm"
+    touches_publish = False   # ends a worker process; no link
     effect = DIED_MID_WORK
     description = "SIGTERM a worker with a grace period, then SIGKILL it if it is still alive"
     params = (

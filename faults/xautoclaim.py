@@ -47,6 +47,7 @@ LATE_POINT = "after_apply_before_ack"   # where late_write sees the stalled cons
 
 class XAutoClaim(Fault):
     name = "xautoclaim"
+    touches_publish = False   # stalls a consumer
     effect = CLAIMED_WHILE_RUNNING   # another consumer claimed what the stalled one held, during the stall
     description = "stall a consumer holding pending entries past min-idle-time so another XAUTOCLAIMs them"
     params = (

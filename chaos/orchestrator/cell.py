@@ -22,7 +22,7 @@ from chaos.orchestrator.run import Run
 from chaos.orchestrator.sequence import execute
 from chaos.results import CellResult, Phase, RunResult
 from chaos.strategies.plan import ProcessPlan
-from chaos.strategies.presets import Strategy, resolve
+from chaos.strategies.presets import Strategy, resolve, steady_producer
 from chaos.workload import failpoints as fp
 
 
@@ -97,6 +97,7 @@ def run_spec(cluster: Any, spec: CellSpec, *, strategy: Strategy | None = None,
     strategy = strategy or resolve(spec.preset, parts=spec.part_texts)
     sources = list(fault_objects) if fault_objects is not None else list(spec.faults)
     made = [make_fault(source) for source in sources]  # BadArguments now, before anything starts
+    strategy = cell_strategy(strategy, made)
     root = Path(run_root) if run_root else runs_dir(cluster) / (
         f"{strategy.preset}-{time.strftime('%H%M%S')}-{os.getpid()}-{random.randrange(10**6)}")
     root.mkdir(parents=True, exist_ok=True)
@@ -135,6 +136,14 @@ def run_spec(cluster: Any, spec: CellSpec, *, strategy: Strategy | None = None,
         from faults.interface import FaultError
         raise FaultError("; ".join(fault_errors))
     return summary
+
+
+def cell_strategy(strategy: Strategy, faults: Sequence[Any]) -> Strategy:
+    """The strategy a cell's runs use: with a steady producer (presets.steady_producer) when
+    none of its faults acts on the publish path (Fault.touches_publish; no fault: none does)."""
+    if any(getattr(fault, "touches_publish", True) for fault in faults):
+        return strategy
+    return steady_producer(strategy)
 
 
 def _check_faults(cell: CellContext, faults: list[Any], producer_plans: list[ProcessPlan]) -> None:

@@ -29,6 +29,9 @@ class Part:
 
     def __init__(self, **given: Any) -> None:
         self.values = parse_params(f"{self.slot} {self.name}", self.params, given)
+        # the parameters a spec named (the rest took their defaults): read by a rule that may
+        # change a default only, e.g. chaos.strategies.presets.steady_producer
+        self.given = frozenset(given)
         self.validate()
 
     def validate(self) -> None:

@@ -211,6 +211,27 @@ def resolve(spec: str | Spec, parts: Mapping[str, str] | None = None) -> Strateg
     return Strategy(preset=name, overrides=dict(given), replaced=dict(parts or {}), **built)  # type: ignore[arg-type]
 
 
+# A producer's socket timeout when no fault of the cell acts on its path to Redis (its link, the
+# primary): with the default 250 ms (time-scaled) a loaded machine's late reply to a 256-XADD
+# pipeline was a timeout and a retry, 256 duplicate entries no strategy asked for (s3 with no
+# fault: duplicated 256, reordered 227, CI at load ~30). The value s2's drain row gives.
+STEADY_TIMEOUT_MS = 2000.0
+
+
+def steady_producer(strategy: Strategy) -> Strategy:
+    """`strategy` with a producer whose socket timeout is at least STEADY_TIMEOUT_MS, unless its
+    spec named `timeout_ms` (the preset's part, an override or a replaced part): for a cell where
+    no fault acts on the publish path (faults.interface.Fault.touches_publish), so a timeout
+    there is the harness disturbing the cell. The strategy's label and overrides stay as given."""
+    producer = strategy.producer
+    if ("timeout_ms" not in producer.declared or "timeout_ms" in producer.given
+            or producer.timeout_ms >= STEADY_TIMEOUT_MS):
+        return strategy
+    steady = type(producer)(**{**producer.values, "timeout_ms": STEADY_TIMEOUT_MS})
+    steady.given = producer.given
+    return replace(strategy, producer=steady)
+
+
 def _all_params(declared: dict[str, set[str]]) -> list[str]:
     names = [p for s in SLOTS for p in sorted(declared[s])]
     dup = {p for p in names if names.count(p) > 1}

@@ -57,6 +57,7 @@ class KillConsumer(Fault):
     description = ("SIGKILL a consumer mid-batch, at a time, once it holds entries it read, or at a failpoint "
                    "(after k entries of a batch)")
     effect = DIED_MID_WORK
+    touches_publish = False   # kills a worker process; its link and the primary are untouched
     params = (
         Param("at", "time", "time (from outside, at at_ms), holding (from outside, once a consumer holds "
               "entries it read: see held_ms) or the failpoint where the worker kills itself", choices=KILL_POINTS),

@@ -111,11 +111,23 @@ class ClusterDir:
 
     def __init__(self, path: Path):
         self.path = path
-        path.mkdir(mode=0o755, parents=True, exist_ok=True)
-        os.chmod(path, 0o755)
         me = os.getpid()
         self.owner = Owner(me, process_started(me) or 0.0)
         self._save()
+
+    def _create(self) -> None:
+        """Make the dir with its owner record already in it: made under a dot-name (which no
+        `retain` or sweep touches) and renamed into place, so another session never sees it
+        ownerless and empty, which its retention removes. A dir already there (a reopen after a
+        rebuild) is kept as it is and gets the record."""
+        tmp = self.path.parent / f".{self.path.name}.{os.getpid()}.{threading.get_ident()}.new"
+        tmp.mkdir(mode=0o755, parents=True, exist_ok=True)
+        os.chmod(tmp, 0o755)
+        (tmp / OWNER_FILE).write_text(json.dumps(asdict(self.owner)))
+        try:
+            tmp.rename(self.path)
+        except OSError:          # the dir is there, with what it keeps
+            shutil.rmtree(tmp, ignore_errors=True)
 
     def record(self, pid: int, name: str) -> None:
         self.owner.processes = [p for p in self.owner.processes if p.name != name]
@@ -126,8 +138,18 @@ class ClusterDir:
         # a name of its own per writer: two threads (or a process and its child) saving at once
         # must not rename each other's file away
         tmp = self.path / f"{OWNER_FILE}.{os.getpid()}.{threading.get_ident()}.tmp"
-        tmp.write_text(json.dumps(asdict(self.owner)))
-        tmp.replace(self.path / OWNER_FILE)
+        for attempt in range(3):
+            if not self.path.is_dir():
+                self._create()
+            try:
+                tmp.write_text(json.dumps(asdict(self.owner)))
+                tmp.replace(self.path / OWNER_FILE)
+                return
+            except FileNotFoundError:
+                # The dir went between the look and the write (a retention that had read it
+                # ownerless just before): make it again, record first.
+                if attempt == 2:
+                    raise
 
     def remove(self) -> None:
         shutil.rmtree(self.path, ignore_errors=True)

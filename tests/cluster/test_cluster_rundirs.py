@@ -4,7 +4,9 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 import time
+from pathlib import Path
 
 import psutil
 
@@ -13,6 +15,8 @@ import pytest
 from chaos.errors import BadArguments
 from chaos.cluster.rundirs import (ClusterDir, Retention, close_runs_dir, open_runs_dir, process_started, retain,
                                    sweep)
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def dead_pid() -> tuple[int, float]:
@@ -151,3 +155,29 @@ def test_owner_record_saved_from_two_threads_at_once(tmp_path):
     assert errors == []
     assert json.loads((owned.path / "owner.json").read_text())["pid"] == os.getpid()
     assert sorted(p.name for p in owned.path.iterdir()) == ["owner.json"]
+
+
+def test_a_runs_dir_opened_while_another_session_retains_gets_its_owner_record(tmp_path):
+    """An xdist worker reopens its runs dir (after a rebuild) while another worker closes its own
+    and applies the retention: between the mkdir and the owner record the dir is ownerless and
+    empty, and that retention removed it, so the record's write failed (FileNotFoundError in a
+    quiet `-n 6` run). Another process retains with a policy that keeps nothing, in a loop,
+    while this one opens 1,500 runs dirs: each must end owned by this process."""
+    retainer = subprocess.Popen([sys.executable, "-c", (
+        "import sys, time\n"
+        "from pathlib import Path\n"
+        "from chaos.cluster.rundirs import Retention, retain\n"
+        "base, end = Path(sys.argv[1]), time.monotonic() + 30\n"
+        "print('ready', flush=True)\n"
+        "while time.monotonic() < end and not (base / 'stop').exists():\n"
+        "    retain(base, Retention(dirs=0))\n"), str(tmp_path)],
+        stdout=subprocess.PIPE, text=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    try:
+        assert retainer.stdout.readline().strip() == "ready"
+        for i in range(1500):
+            owned = open_runs_dir(f"race-{i}-gw0", tmp_path)       # raised before the fix
+            owner = json.loads((owned.path / "owner.json").read_text())
+            assert owner["pid"] == os.getpid()
+    finally:
+        (tmp_path / "stop").touch()
+        retainer.wait(timeout=60)

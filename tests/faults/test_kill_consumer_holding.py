@@ -39,8 +39,7 @@ while True:
 
 
 @pytest.fixture
-def consumers(cluster):
-    started: list[subprocess.Popen] = []
+def consumers(cluster, started_processes):
 
     def spawn(ack_first: bool, names=("C1", "C2")) -> list[ProcessHandle]:
         port = cluster.direct_redis().connection_pool.connection_kwargs["port"]
@@ -48,18 +47,12 @@ def consumers(cluster):
         for name in names:
             proc = subprocess.Popen([sys.executable, "-c", CONSUMER, str(port), name, "1" if ack_first else "0"],
                                     stdout=subprocess.PIPE, text=True)
-            started.append(proc)
+            started_processes.append(proc)
             assert proc.stdout.readline().strip() == "ready"
             handles.append(ProcessHandle(name, proc))
         return handles
 
-    yield spawn
-    for proc in started:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGCONT)
-            proc.kill()
-        proc.wait(5)
-        proc.stdout.close()
+    return spawn
 
 
 def publish(r, n: int) -> list[str]:

@@ -19,23 +19,16 @@ TERM_IGNORER = ("import signal, sys, time\nsignal.signal(signal.SIGTERM, signal.
 
 
 @pytest.fixture
-def procs():
-    started: list[subprocess.Popen] = []
+def procs(started_processes):
 
     def spawn(code: str = SLEEPER) -> subprocess.Popen:
         proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
-        started.append(proc)
+        started_processes.append(proc)
         if "ready" in code:
             assert proc.stdout.readline().strip() == "ready"  # its SIGTERM handler is in place
         return proc
 
-    yield spawn
-    for proc in started:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGCONT)
-            proc.kill()
-        proc.wait(5)
-        proc.stdout.close()
+    return spawn
 
 
 def state(pid: int) -> str:

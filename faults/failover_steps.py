@@ -2,7 +2,11 @@
 replica-overflow): replication confirmed when armed, the replication link found, the wait
 for the workload, then the primary SIGKILLed and the replica promoted (every client proxy
 repointed at it, ``Cluster.promote_replica``); heal promotes a primary killed but not yet
-replaced, so the clients are never left without a server.
+replaced, so the clients are never left without a server. The kill, the promotion and the
+heal's look at them take one lock: a heal that comes while the fault is still on its way to the
+kill (its wait outlasted the heal's bound) ends the fault there, so nothing is killed after the
+heal; one that comes after the kill promotes (retrying what a loaded machine makes fail for a
+while), and the replica is promoted once, by whichever comes first.
 
 What a failover takes back is read on both servers while the link is held, not hoped for
 (``took_back``): entries the replica holds that a consumer read or acked on the primary
@@ -15,6 +19,7 @@ the hold starts while the producer waits at its failpoint (``publish_failpoint``
 """
 from __future__ import annotations
 
+import threading
 import time
 from typing import Any, Callable, TypeVar
 
@@ -28,6 +33,8 @@ PROBE_KEY = "chaos:replication-probe"
 COUNT_CAP = 10000          # entries counted per stream and kind (a figure, not a bound)
 POLL_MS = 5                # how often hold_until reads both servers
 SETTLED_S = 0.1            # a replica offset unchanged this long behind a held link has had its last byte
+PROMOTE_RETRY_S = 10.0     # a promotion that fails (the replica or the proxy server slow to answer) is tried this long
+PROMOTE_RETRY_EVERY_S = 0.05
 # What `until` may name: the failover hands out again an entry read (reread) or acked
 # (unacked) after the replica's last byte, or takes away an acked entry nobody read (unread).
 TAKEN_BACK = ("reread", "unacked", "unread")
@@ -156,12 +163,16 @@ def took_back(primary: Any, replica: Any, cap: int = COUNT_CAP) -> dict[str, int
 class KillAndPromote:
     """One failover of a fault named ``fault`` on ``cluster``: its toxics, its report (which
     starts with the replication check made when it is built, at the fault's arm) and how far
-    it got (``killed``, ``promoted``)."""
+    it got (``killed``: the kill began; ``promoted``; ``healed``: the heal has looked, so the
+    fault kills nothing from then on). The kill, the promotion and the heal's look hold
+    ``steps``, so a heal never runs between the kill's op and the SIGKILL, and the replica is
+    promoted once."""
 
     def __init__(self, fault: str, cluster: Any):
         self.fault, self.cluster = fault, cluster
         self.toxics = ToxicSet(cluster.api)
-        self.killed = self.promoted = False
+        self.killed = self.promoted = self.healed = False
+        self.steps = threading.RLock()
         self.report: dict[str, Any] = {"sync_wait_s": round(confirm_replicating(cluster, fault=fault), 4)}
 
     def link(self, required: bool = True) -> str | None:
@@ -214,21 +225,50 @@ class KillAndPromote:
         """Record the kill (every write acked before that op was on the old primary), SIGKILL the
         primary, close ``link`` if ``drop_link`` (bytes a toxic still holds die with the primary),
         wait ``downtime_ms``, lift every toxic (nothing held can get through now) and promote
-        the replica. Returns the figures of the failover."""
+        the replica (a toxic that would not go is reported after the promotion: the clients
+        must have a server). Returns the figures of the failover. A fault already healed (the
+        run ended and its heal's bound passed while the fault waited) kills nothing: FaultError."""
         cluster = self.cluster
-        old_primary = str(cluster.primary)
-        ctx.record("info", name=self.fault, step="kill", primary=old_primary, offsets=at_kill, **kill_info)
-        cluster.kill_primary()
-        self.killed = True
+        with self.steps:
+            if self.healed:
+                raise FaultError(f"{self.fault}: healed before its kill (the run ended while it waited, and the "
+                                 f"heal's bound passed): nothing killed")
+            old_primary = str(cluster.primary)
+            ctx.record("info", name=self.fault, step="kill", primary=old_primary, offsets=at_kill, **kill_info)
+            self.killed = True      # before the SIGKILL: a kill that raised may have landed, the heal promotes then
+            cluster.kill_primary()
+        errors: list[str] = []
         if drop_link:
-            self.toxics.disable(link)
+            try:
+                self.toxics.disable(link)
+            except Exception as exc:  # noqa: BLE001 - reported after the promotion
+                errors.append(f"close link {link}: {exc}")
         ctx.sleep(downtime_ms)
-        raise_if(self.toxics.remove_all(), self.fault)
-        cluster.promote_replica()
-        self.promoted = True
+        errors += self.toxics.remove_all()
+        self.promote()
+        raise_if(errors, self.fault)
         return {"unreplicated_bytes": (at_kill["primary"] or 0) - (at_kill["replica"] or 0),
                 "old_primary": old_primary, "new_primary": str(cluster.primary),
                 "failed_over": bool(getattr(cluster, "failed_over", True))}
+
+    def promote(self, retry_s: float = PROMOTE_RETRY_S) -> None:
+        """Promote the replica (``Cluster.promote_replica``), once: a second call, by the fault or
+        its heal, does nothing. An error is tried again for ``retry_s``, then raised (a replica
+        or a proxy server that a loaded machine keeps from answering for a while must not leave
+        the clients without a server; the promotion is safe to repeat until it took)."""
+        with self.steps:
+            if self.promoted:
+                return
+            deadline = time.monotonic() + retry_s
+            while True:
+                try:
+                    self.cluster.promote_replica()
+                    break
+                except Exception:  # noqa: BLE001 - tried again until the deadline, then raised
+                    if time.monotonic() >= deadline:
+                        raise
+                    time.sleep(PROMOTE_RETRY_EVERY_S)
+            self.promoted = True
 
     def done(self, ctx: FaultContext, **figures: Any) -> None:
         """The fault's last op: ``promote``, with the whole report."""
@@ -236,14 +276,16 @@ class KillAndPromote:
         ctx.record("stop", name=self.fault, step="promote", **self.report)
 
     def heal(self) -> list[str]:
-        """Lift the toxics; a primary killed but not yet promoted is promoted now. Returns the errors."""
+        """Lift the toxics; from now on the fault kills nothing, and a primary it killed but has
+        not replaced is promoted now. Returns the errors."""
         errors = self.toxics.remove_all()
-        if self.killed and not self.promoted:
-            try:
-                self.cluster.promote_replica()
-                self.promoted = True
-            except Exception as exc:  # noqa: BLE001
-                errors.append(f"promote replica: {exc}")
+        with self.steps:      # (a kill under way ends first: then it is promoted here)
+            self.healed = True
+            if self.killed and not self.promoted:
+                try:
+                    self.promote()
+                except Exception as exc:  # noqa: BLE001
+                    errors.append(f"promote replica: {exc}")
         return errors
 
 

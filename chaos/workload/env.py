@@ -45,6 +45,7 @@ class WorkerEnv:
         self.failpoints = Failpoints.from_spec(dict(worker.failpoints), process=self.name,
                                                run_dir=self.run_dir, record=self.op, sleep_ms=self.sleep_ms)
         self.stopping = False
+        self.on_term: Callable[[], None] | None = None   # also called by a SIGTERM (ends a blocking wait)
         self.draining = worker.draining
         self._redis: redis.Redis | None = None
         self._pg: psycopg.Connection | None = None
@@ -54,6 +55,8 @@ class WorkerEnv:
 
     def _on_term(self, *_: object) -> None:
         self.stopping = True
+        if self.on_term is not None:
+            self.on_term()
 
     def _on_drain(self, *_: object) -> None:
         self.draining = True

@@ -172,6 +172,7 @@ class KillAndPromote:
         self.fault, self.cluster = fault, cluster
         self.toxics = ToxicSet(cluster.api)
         self.killed = self.promoted = self.healed = False
+        self.promoted_by_heal = False
         self.steps = threading.RLock()
         self.report: dict[str, Any] = {"sync_wait_s": round(confirm_replicating(cluster, fault=fault), 4)}
 
@@ -284,6 +285,7 @@ class KillAndPromote:
             if self.killed and not self.promoted:
                 try:
                     self.promote()
+                    self.promoted_by_heal = True
                 except Exception as exc:  # noqa: BLE001
                     errors.append(f"promote replica: {exc}")
         return errors

@@ -100,6 +100,12 @@ class PromoteReplica(FailoverFault):
 
     def heal(self, ctx: FaultContext) -> None:
         """Lift the hold; a primary killed but not yet promoted is promoted now (else the
-        clients would have no server)."""
-        if self.armed(ctx):
-            raise_if(self.failover.heal(), self.name)
+        clients would have no server). A heal that had to promote, or failed, says so in a
+        ``heal`` op: the history then shows why a run ended without the fault's promote op."""
+        if not self.armed(ctx):
+            return
+        errors = self.failover.heal()
+        if errors or self.failover.promoted_by_heal:
+            ctx.record("info", name=self.name, step="heal", promoted=self.failover.promoted_by_heal,
+                       primary=str(ctx.cluster.primary), errors=errors)
+        raise_if(errors, self.name)

@@ -15,6 +15,7 @@ import gc
 import os
 import sys
 import time
+from collections import deque
 from pathlib import Path
 
 from chaos.history import HistoryError, history_dir, history_files, merge_files, parse_lines, parse_op, paused_gc
@@ -27,6 +28,10 @@ _PUBLISH, _ACK = b'"f":"publish"', b'"f":"ack"'
 # finds tens of MB written; read whole with its list of lines, that was 50-250 MB of the
 # orchestrator's at once (bench/check_stages.py: the high-water mark rose inside the polls).
 READ_BYTES = 4 << 20
+# A settled entry is forgotten once every file was read to its end at a poll that began this long
+# after its put-down: a writer stamps an op and writes it at once (a consumer's delivery at its
+# apply's invoke), so the delivery that came before that put-down has been read by then.
+FORGET_S = 2.0
 
 
 def _useful(op: dict) -> bool:
@@ -36,6 +41,28 @@ def _useful(op: dict) -> bool:
     if f == "apply":
         return kind == "ok"
     return f in ("publish", "ack", "dlq", "fault")
+
+
+class Settled:
+    """The entries the watch saw settle lately, as read: `forget` drops those settled before a
+    time every file has passed and not delivered since. A delivery read later is later than
+    their put-down (a new one: in hand), or a late op, which the watch passes over (`before`).
+    So the per-entry state is the entries in flight and those of the last FORGET_S, not every
+    entry of the run (10^6 entries: ~130 MB until the check)."""
+
+    def __init__(self) -> None:
+        self.queue: deque[tuple[float, str]] = deque()   # (put-down time, entry)
+        self.before = float("-inf")   # every entry settled before this and not delivered since is forgotten
+
+    def forget(self, horizon: float, entries: dict) -> None:
+        if horizon <= self.before:
+            return
+        queue = self.queue
+        while queue and queue[0][0] < horizon:
+            down, entry = queue.popleft()
+            if entries.get(entry) == down:   # (a float: still settled at that put-down)
+                del entries[entry]
+        self.before = horizon
 
 
 class ProgressWatch:
@@ -69,8 +96,9 @@ class ProgressWatch:
         # reader's deliver of the same entry: compare times, not the order ops are read in.
         # entry id -> (its last delivery's time, its process, its last put-down's time or None) while
         # delivered after its last put-down (an apply's completion or a DLQ move: in hand), else the
-        # last put-down's time alone (settled: 10^6 entries, ~130 B each instead of ~330)
+        # last put-down's time alone (settled, until FORGET_S later: then forgotten, see `Settled`)
         self.entries: dict[str, tuple[float, str, float | None] | float] = {}
+        self.settled = Settled()
         self.failed_at: dict[str, float] = {}    # entry id -> time of its last failed apply
         self.holding: dict[str, set[str]] = {}   # process -> entries delivered to it, not put down since
 
@@ -101,6 +129,8 @@ class ProgressWatch:
             if kind == "ok":
                 now = entries.get(entry)
                 if now is None:
+                    if at < self.settled.before:
+                        return   # a late op (its writer held up FORGET_S): its entry was settled and forgotten, or will be
                     down = None
                 elif now.__class__ is tuple:   # in hand: a later delivery moves it to its process
                     if at <= now[0]:
@@ -145,6 +175,7 @@ class ProgressWatch:
         if now is None or now.__class__ is not tuple:
             if now is None or at > now:
                 entries[entry] = at
+                self.settled.queue.append((at, entry))
             return
         last, holder, down = now
         if down is None or at > down:
@@ -157,10 +188,12 @@ class ProgressWatch:
             held.add(entry)
         else:
             entries[entry] = down
+            self.settled.queue.append((down, entry))
             if held is not None:
                 held.discard(entry)
 
     def poll(self) -> float:
+        began = time.monotonic()
         try:
             names = [entry.name for entry in os.scandir(self.dir) if entry.name.endswith(".jsonl")]
         except FileNotFoundError:
@@ -191,6 +224,7 @@ class ProgressWatch:
                         self._keep(path, lines)
                     else:
                         self._scan(lines)
+        self.settled.forget(began - FORGET_S, self.entries)   # (every file was read to its end)
         return self.last_useful
 
     def _scan(self, lines: list[bytes]) -> None:
@@ -264,9 +298,9 @@ class ProgressWatch:
             self.release()
 
     def shed(self) -> None:
-        """Drop the per-entry state (every entry delivered and put down: about 130 B per event,
-        130 MB at 10^6) once no phase asks any more (the orchestrator's check: the drain is over)."""
-        self.entries, self.failed_at, self.holding = {}, {}, {}
+        """Drop the per-entry state (the entries in flight and those settled in the last FORGET_S)
+        once no phase asks any more (the orchestrator's check: the drain is over)."""
+        self.entries, self.failed_at, self.holding, self.settled = {}, {}, {}, Settled()
 
     def release(self) -> None:
         """Drop the kept ops and give them back to the cyclic GC (history() does it; call it

@@ -1,0 +1,96 @@
+"""The progress watch forgets an entry settled FORGET_S before a poll (every file read to its
+end by then), so its per-entry state is the entries in flight, not the run's (10^6 entries:
+~130 MB until the check). Forgetting must not change an answer: a delivery read after the
+forgetting is later than the put-down, or a late op (its writer held up), passed over."""
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+from chaos.history import HistoryWriter, dump_op, history_dir
+from chaos.workload import progress
+from chaos.workload.progress import ProgressWatch
+
+
+class Reference:
+    """The watch's answer kept with every entry's last delivery and last put-down, forever."""
+
+    def __init__(self) -> None:
+        self.delivered: dict[str, tuple[float, str]] = {}
+        self.put_down: dict[str, float] = {}
+        self.holding: dict[str, set[str]] = {}
+
+    def track(self, op: dict) -> None:
+        entry, at, f = op["entry_id"], op["time"], op["f"]
+        if f == "deliver":
+            previous = self.delivered.get(entry)
+            if previous is None or at > previous[0]:
+                self.delivered[entry] = (at, op["process"])
+                if previous is not None and previous[1] in self.holding:
+                    self.holding[previous[1]].discard(entry)
+                down = self.put_down.get(entry)
+                if down is None or at > down:
+                    self.holding.setdefault(op["process"], set()).add(entry)
+            return
+        down = self.put_down.get(entry)
+        if down is None or at > down:
+            self.put_down[entry] = down = at
+        last = self.delivered.get(entry)
+        if last is not None:
+            if last[0] > down:
+                self.holding.setdefault(last[1], set()).add(entry)
+            elif last[1] in self.holding:
+                self.holding[last[1]].discard(entry)
+
+
+def ops(rng: random.Random, n: int) -> list[dict]:
+    """Deliveries, apply completions and DLQ moves of a few dozen entries by three processes, their
+    times mostly rising, some read late (after newer ops of other files), some equal."""
+    out, t = [], 0.0
+    for _ in range(n):
+        t += rng.choice([0.0, 0.001, 0.002])
+        at = t - rng.choice([0.0, 0.0, 0.0, 0.003, 0.01])
+        f = rng.choice(["deliver", "deliver", "apply", "dlq"])
+        kind = "ok" if f != "apply" else rng.choice(["ok", "ok", "fail", "info"])
+        out.append({"time": at, "process": rng.choice(["C1", "C2", "C3"]), "type": kind, "f": f,
+                    "entry_id": f"{rng.randrange(40)}-0"})
+    return out
+
+
+def test_forgetting_what_every_file_has_passed_changes_no_answer(tmp_path: Path) -> None:
+    forgot = 0
+    for seed in range(200):
+        rng = random.Random(seed)
+        history = ops(rng, 300)
+        watch, reference = ProgressWatch(tmp_path), Reference()
+        for n, op in enumerate(history):
+            watch._track(op)
+            reference.track(op)
+            if rng.random() < 0.2:   # a poll: every op older than the ones still to come was read
+                before = len(watch.entries)
+                watch.settled.forget(min((o["time"] for o in history[n + 1:]), default=float("inf")), watch.entries)
+                forgot += before - len(watch.entries)
+            for process in ("C1", "C2", "C3"):
+                assert watch.holding.get(process, set()) == reference.holding.get(process, set()), (seed, n)
+                assert watch.in_hand([process]) == len(reference.holding.get(process, ())), (seed, n)
+    assert forgot > 1000, "the test forgot (almost) nothing: it shows nothing"
+
+
+def test_a_poll_forgets_settled_entries_and_keeps_those_in_hand(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setattr(progress, "FORGET_S", 0.0)   # (forget what was settled before the poll began)
+    with HistoryWriter.for_run(tmp_path, "C1") as c1:
+        for n in range(100):
+            c1.op("ok", "deliver", event_id=f"e{n}", entry_id=f"{n}-0", via="read")
+            c1.op("invoke", "apply", event_id=f"e{n}", entry_id=f"{n}-0")
+            if n % 10:
+                c1.op("ok", "apply", event_id=f"e{n}", entry_id=f"{n}-0", effect="applied")
+        watch = ProgressWatch(tmp_path)
+        watch.poll()
+        assert watch.in_hand(["C1"]) == 10 and watch.handled == 90
+        assert len(watch.entries) == 10, "the settled entries are still held"
+        c1.op("ok", "deliver", event_id="e1", entry_id="1-0", via="claim")   # delivered again: in hand
+        late = {"time": 0.5, "process": "C2", "type": "ok", "f": "deliver", "event_id": "e2", "entry_id": "2-0",
+                "via": "read"}   # (stamped long before the poll that forgot its entry: its writer held up)
+        (history_dir(tmp_path) / "C2.jsonl").write_bytes(dump_op(late))
+        watch.poll()
+        assert watch.in_hand(["C1"]) == 11 and "2-0" not in watch.entries

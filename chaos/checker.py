@@ -18,8 +18,9 @@ are a liveness violation, `stopped-consuming`, and their keys' wrong final state
 """
 from __future__ import annotations
 
+from array import array
 from collections import defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from itertools import chain
 from typing import Any
 from operator import itemgetter
@@ -28,8 +29,8 @@ from chaos.history import HistoryError, HistorySource, paused_gc
 from chaos.results import (  # noqa: F401 - the records' old home: these names stay importable from here
     COUNT_NAMES, DUPLICATED, INVALID, LOST, MAX_ANOMALIES_PER_KIND, MAX_EXAMPLES, PROJECTION_DRIFT, REORDERED,
     SCHEMA_VERSION, STOPPED_CONSUMING, UNEXPECTED, UNHELD_EFFECT, UNKNOWN, VALID, VERDICT_PRIORITY,
-    WRONG_FINAL_STATE, Anomaly, AnomalyLog, CellResult, Counts, FinalState, RunResult, final_state_of, merge_verdicts,
-    summarize, violations)
+    WRONG_FINAL_STATE, Anomaly, AnomalyLog, CellResult, Counts, FinalRows, FinalState, RunResult, final_state_of,
+    merge_verdicts, summarize, violations)
 from chaos.checkstore import (  # noqa: F401 - the records' home; these names stay importable from here
     ASIDE, DLQ, FAILED, IN_REDIS, IN_STREAM, INFO, INTENDED, NOTED, OK, OUTBOX, PENDING, RECOVERED, REDELIVERED,
     UNDELIVERED, UNPROJECTED, WAITING, _Event, _Events, _Writes)
@@ -504,17 +505,18 @@ def _check_accounting(known: int, counts: Counts, published_indeterminate: int, 
             f"({intended} intended): an event fell through chaos.checker._count_events")
 
 
-def _check_final_state(top_by_key: dict[str, int | None], final_state: dict[str, dict],
+def _check_final_state(top_by_key: dict[str, int | None], final_state: Mapping[str, dict],
                        scan: _RunScan, stopped: set[str], counts: Counts, anomalies: AnomalyLog) -> None:
     """Each key's final status must be the etype of its highest published business version;
     a wrong key whose highest event is still waiting in Redis or in the DLQ is unsettled."""
     events = scan.events
     wheres, eids, etype_of = events.where, events.eids, events.get_etype
+    row_of = _rows_by_top(top_by_key, final_state, len(eids))
     for key, top in top_by_key.items():
         if top is None:
             continue  # bulk jobs without versions
         top_etype = etype_of(top)
-        row = final_state.get(key) or {}
+        row = row_of(key, top)
         if row.get("status") != top_etype:
             top_version, top_eid, where = events.get_version(top), eids[top], wheres[top]
             counts.wrong_keys += 1
@@ -529,6 +531,23 @@ def _check_final_state(top_by_key: dict[str, int | None], final_state: dict[str,
                                  f"{row.get('status')} (v={row.get('version')})"
                                  + (UNSETTLED_NOTE if unsettled else STOPPED_NOTE if is_stopped else ""))
     counts.wrong_final_state_runs = int(counts.wrong_keys > 0)
+
+
+def _rows_by_top(top_by_key: dict[str, int | None], final_state: Mapping[str, dict],
+                 n: int) -> Callable[[str, int], dict]:
+    """`row_of(key, top)`: the key's final row, or {} (none). FinalRows (as PostgreSQL's rows are
+    read) are laid beside the counting's map, each row's place by its key's highest event (one
+    pass over the rows, looked up in that map: no index over 10^6 keys); else a lookup by key."""
+    if final_state.__class__ is not FinalRows:
+        return lambda key, top: final_state.get(key) or {}
+    place = array("i", [-1]) * n
+    get = top_by_key.get
+    for j, key in enumerate(final_state.keys_read):
+        top = get(key)
+        if top is not None:
+            place[top] = j
+    rows = final_state.rows
+    return lambda key, top: rows[place[top]] if place[top] >= 0 else {}
 
 
 def _check_projection(projection: Any, scan: _RunScan, counts: Counts,

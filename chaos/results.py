@@ -10,7 +10,7 @@ The meaning of every count is in docs/checker.md.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -58,11 +58,54 @@ class RunMetrics:
     run_dir: str
 
 
+class FinalRows(Mapping):
+    """PostgreSQL's final rows (key -> {"status", "version"}) as two lists in read order, the
+    keys (unique: the table's primary key) and their rows, with no hash table over them: at
+    10^6 keys a dict was ~40 MB, its last resize ~60 MB at once, beside the checker's records
+    (chaos.workload.schema reads them so; equal rows are one shared dict there). The checker
+    reads the lists (`pairs`); a lookup by key builds the index once (tests, reports: small runs)."""
+
+    def __init__(self, keys: list[str] | None = None, rows: list[dict] | None = None) -> None:
+        self.keys_read: list[str] = [] if keys is None else keys
+        self.rows: list[dict] = [] if rows is None else rows
+        self._index: dict[str, int] | None = None
+
+    def add(self, key: str, row: dict) -> None:
+        self.keys_read.append(key)
+        self.rows.append(row)
+        self._index = None
+
+    def pairs(self) -> Iterator[tuple[str, dict]]:
+        """(key, row) in read order."""
+        return zip(self.keys_read, self.rows)
+
+    def __getitem__(self, key: str) -> dict:
+        index = self._index
+        if index is None:
+            index = self._index = {k: i for i, k in enumerate(self.keys_read)}
+        return self.rows[index[key]]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.keys_read)
+
+    def __len__(self) -> int:
+        return len(self.keys_read)
+
+    def items(self) -> Iterator[tuple[str, dict]]:   # type: ignore[override]
+        return self.pairs()
+
+    def __repr__(self) -> str:
+        return f"FinalRows({dict(self.pairs())!r})"
+
+    def __reduce__(self) -> tuple:
+        return (FinalRows, (self.keys_read, self.rows))
+
+
 @dataclass
 class FinalState:
     """What the orchestrator reads after the drain (docs/INTERFACES.md section 5)."""
 
-    rows: dict[str, dict] = field(default_factory=dict)
+    rows: Mapping[str, dict] = field(default_factory=dict)   # a dict, or FinalRows (schema.read_rows)
     projection: dict[str, int] = field(default_factory=dict)
     stream_entries: list[dict] = field(default_factory=list)
     pending: list[dict] = field(default_factory=list)
@@ -73,7 +116,7 @@ class FinalState:
 
     def to_json(self) -> dict:
         """Plain JSON, so a run dir can keep its final state and be checked again later."""
-        return asdict(self)
+        return {**asdict(self), "rows": plain_rows(self.rows)}
 
     @classmethod
     def from_json(cls, data: dict) -> FinalState:
@@ -163,7 +206,7 @@ class RunResult:
     verdict: str
     anomalies: list[Anomaly]
     anomaly_counts: dict[str, int]
-    final_state: dict[str, dict]
+    final_state: Mapping[str, dict]   # key -> {status, version}: a dict, or FinalRows
     unknown_reasons: list[str] = field(default_factory=list)
     seed: int | None = None
     # The framework's own parts that failed during the run (each names the component and
@@ -183,7 +226,7 @@ class RunResult:
             "anomaly_counts": dict(self.anomaly_counts), "unknown_reasons": list(self.unknown_reasons),
             "rig_failures": list(self.rig_failures), "drain_end": self.drain_end,
             **({} if self.drain_end is None else {"live_workers": list(self.live_workers)}),   # a drain ran
-            "final_state": self.final_state,
+            "final_state": plain_rows(self.final_state),
         }
 
 
@@ -344,13 +387,18 @@ def summarize(runs: list[RunResult]) -> CellResult:
 _STATUS_VERSION = ["status", "version"]
 
 
-def final_state_of(rows: dict) -> dict[str, dict]:
+def final_state_of(rows: Mapping) -> Mapping[str, dict]:
     """RunResult.final_state: PostgreSQL's rows themselves when they are already keyed by str
-    and just (status, version), as chaos.workload.schema reads them (10^6 keys: no second dict)."""
-    if rows.__class__ is dict and all(k.__class__ is str and len(row) == 2 and list(row) == _STATUS_VERSION
-                                      for k, row in rows.items()):
+    and just (status, version), as chaos.workload.schema reads them (10^6 keys: no second copy)."""
+    if (rows.__class__ is dict or rows.__class__ is FinalRows) and all(
+            k.__class__ is str and len(row) == 2 and list(row) == _STATUS_VERSION for k, row in rows.items()):
         return rows
     return {str(k): status_version(row) for k, row in rows.items()}
+
+
+def plain_rows(rows: Mapping) -> dict:
+    """Final rows as a dict (JSON): FinalRows' pairs, a dict as it is."""
+    return rows if isinstance(rows, dict) else dict(rows.items())
 
 
 def status_version(row: dict) -> dict:

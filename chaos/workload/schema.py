@@ -15,6 +15,8 @@ from collections.abc import Iterable, Iterator
 
 import psycopg
 
+from chaos.results import FinalRows
+
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS orders (id text PRIMARY KEY, status text NOT NULL, version bigint NOT NULL,
                                    write_seq bigint NOT NULL DEFAULT 0);
@@ -63,20 +65,23 @@ def _paged(conn: psycopg.Connection, query: str) -> Iterator[tuple]:
 SHARED_ROWS = 4096   # distinct (status, version) rows read_rows hands out as one shared dict each
 
 
-def read_rows(conn: psycopg.Connection) -> dict[str, dict]:
-    """Each key's row, {"status", "version"}. Keys are interned (the checker interns the history's
+def read_rows(conn: psycopg.Connection) -> FinalRows:
+    """Each key's row, {"status", "version"}, as FinalRows (the keys and their rows in read
+    order, no hash table over 10^6 keys). Keys are interned (the checker interns the history's
     keys to the same copies). Rows equal in both are one dict, read-only (10^6 keys hold a few
     dozen distinct rows: 184 B per key less); past SHARED_ROWS distinct ones, each gets its own."""
     intern = sys.intern
     shared: dict[tuple, dict] = {}
-    rows: dict[str, dict] = {}
+    rows = FinalRows()
+    keys, values = rows.keys_read, rows.rows
     for k, s, v in _paged(conn, "SELECT id, status, version FROM orders"):
         row = shared.get((s, v))
         if row is None:
             row = {"status": intern(s), "version": v}
             if len(shared) < SHARED_ROWS:
                 shared[s, v] = row
-        rows[intern(k)] = row
+        keys.append(intern(k))
+        values.append(row)
     return rows
 
 

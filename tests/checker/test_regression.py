@@ -5,6 +5,7 @@ is a list in memory or read lazily from the run dir (the orchestrator's streamin
 from __future__ import annotations
 
 import json
+import random
 import tarfile
 from pathlib import Path
 
@@ -14,7 +15,7 @@ from chaos.checker import check_run, summarize
 import chaos.history as history_module
 from chaos.history import HistorySource, iter_history, read_history
 from chaos.orchestrator.notes import WorkNotes, work_metrics
-from chaos.results import FinalState
+from chaos.results import FinalRows, FinalState
 
 SAVED = sorted((Path(__file__).parent / "regression").glob("*.tar.gz"))
 
@@ -46,6 +47,19 @@ def test_streaming_check_gives_the_saved_json(archive: Path, tmp_path: Path) -> 
     """The history read lazily from its files (HistorySource), the final state's stream and
     intended events given as one-shot iterators, as the orchestrator gives them."""
     final, args, expected = unpack(archive, tmp_path)
+    final.stream_entries, final.events = iter(final.stream_entries), iter(final.events)
+    assert as_text(check_run(HistorySource(tmp_path, run=args["run"]), final, **args)) == expected
+
+
+@pytest.mark.parametrize("archive", SAVED, ids=[p.name.removesuffix(".tar.gz") for p in SAVED])
+def test_final_rows_as_postgresql_gives_them_give_the_saved_json(archive: Path, tmp_path: Path) -> None:
+    """PostgreSQL's rows as chaos.workload.schema reads them (FinalRows: keys and rows in read
+    order, no index; here in a shuffled order, as a table scan may give them): the same JSON,
+    the final state's included."""
+    final, args, expected = unpack(archive, tmp_path)
+    pairs = list(final.rows.items())
+    random.Random(archive.name).shuffle(pairs)
+    final.rows = FinalRows([k for k, _ in pairs], [row for _, row in pairs])
     final.stream_entries, final.events = iter(final.stream_entries), iter(final.events)
     assert as_text(check_run(HistorySource(tmp_path, run=args["run"]), final, **args)) == expected
 

@@ -164,10 +164,11 @@ def test_the_orchestrators_redis_follows_a_failover(cluster):
 
 
 def test_phases_and_a_fault_that_fires_after_the_workload_ended(cluster):
-    """s1's two events are done long before a promote-replica that waits 3 s: the cell says so,
-    and each run records its phases in order, the fault's inside the run."""
-    cell = run_cell(cluster, "s1", ["promote-replica:at_ms=3000,hold_ms=100,downtime_ms=100"], runs=1,
-                    time_scale=0.25)
+    """A promote-replica once s1's two events are acked (a condition: 750 ms after the first entry,
+    a loaded machine's workload was still going, -n 6 beside two CPU hogs) and 750 ms later: the
+    cell says so, and each run records its phases in order, the fault's inside the run."""
+    late = once_settled(get_fault("promote-replica:at_ms=3000,hold_ms=100,downtime_ms=100"), events=2)
+    cell = run_cell(cluster, "s1", [late], runs=1, time_scale=0.25)
     assert cell.notes and "promote-replica fired after the workload ended" in cell.notes[0], cell.notes
     assert "raise the workload's size or fire earlier" in cell.notes[0]
     order = [p.name for p in cell.phases if not p.name.startswith("fault:")]

@@ -6,6 +6,9 @@ rows; one S1 consumer with a plain UPDATE, so the stream order *is* the final st
 
 * naive dispatcher, e1-1's publish fails twice: it skips the row, e1-2 overtakes it, and
   the late `created` is applied last: key 1 ends `created` (wrong) every run, key 2 `paid`.
+  The overtaking is forced: the dispatcher pauses before e1-1's first try until e1-2 is
+  written, so e1-2 is there to be relayed in the round that skips e1-1 (unforced, a loaded
+  run's service wrote e1-2 only after e1-1's second failed round: reordered in 2 of 3 runs).
 * per-key dispatcher, same failure: key 1 waits (about 2 poll rounds), both end `paid`.
 * a dispatcher SIGKILLed between XADD and the mark: the row goes out again, so every run
   has at least one duplicate entry (exactly one unless an XADD reply also times out on a
@@ -45,12 +48,16 @@ NAIVE_N = "p1-naive-n:stall_until_later=4,stall_ms=10000"
 HELD = "stall_until_written=4,stall_ms=10000"
 
 HOLDS = dict(wrong_final_state_runs=eq(0), reordered=eq(0), lost=eq(0), indeterminate=eq(0))
+# e1-1's dispatcher waits before its first (failing) try until key 1's later row is written (at most
+# 10 s): the round that skips e1-1 finds e1-2, so paid overtakes created every run by a condition
+NAIVE = "p1-naive:stall_event=e1-1,stall_until_written=1,stall_ms=10000"
 
 CELLS: list[Cell] = [
-    Cell("p1-naive", (), RUN_COUNT,
+    Cell(NAIVE, (), RUN_COUNT,
          dict(wrong_final_state_runs=eq(RUNS), wrong_keys=eq(RUNS), reordered=eq(RUNS), lost=eq(0), indeterminate=eq(0),
               published=eq(4 * RUNS), duplicate_entries=eq(0)),
-         note="naive: the failed created is skipped, paid overtakes it, key 1 ends created"),
+         note="naive: the failed created is skipped, paid (written before its first try) overtakes it, "
+              "key 1 ends created"),
     Cell("p1-per-key", (), RUN_COUNT,
          dict(**HOLDS, published=eq(4 * RUNS), duplicate_entries=eq(0)),
          note="per-key: the failed created blocks only key 1; both end paid"),

@@ -9,17 +9,25 @@ from __future__ import annotations
 from chaos.expectations.cells import Cell, rows
 from chaos.expectations.table import RUNS, each_run, eq, ge, satisfies
 
-KILL = "kill-consumer"  # SIGKILL at 1.2 s into the first 500-entry batch (5 ms per job)
-# The kill cells run at this time scale at most: jobs 2.5 ms, the kill by time at 600 ms. A run
-# is the 2000 jobs' cost (a respawned consumer works off the rest: 17.5 s at scale 1, 9.2 s at
-# 0.5, load 8); the kill by time still lands mid-batch (at least 255 entries of 2.5 ms each are
-# in the consumer's hand at 600 ms; a slower consumer holds more), the failpoint kills are forced.
+# SIGKILL once the consumer is seen holding entries it read (faults/kill_consumer.py at=holding: its
+# group shows a read that handed it entries, then them in its PEL 30 ms, ack after, or acked on receive
+# and the consumer stopped within 30 ms of the read, held_ms scaled), checked with the consumer
+# stopped. By time (1.2 s after the first publish, the reference's) loaded runs' kills landed when
+# the consumer had been handed 1-3 jobs a run and had done them (ack-after: in_flight failed with
+# 2 of 4,000 delivered; ack-on-receive: a run lost 0): nothing was in its hand. `delivered`:
+# only a read once the group handed out 100 entries counts, so the victim's read is a batch, not
+# the first entry or two of a producer just starting (the consumer reads them at once and can be
+# done with a two-entry read before the look stops it: an ack-on-receive kill that loses nothing).
+KILL = "kill-consumer:at=holding,delivered=100"
+# The kill cells run at this time scale at most: jobs 2.5 ms. A run is the 2000 jobs' cost (a
+# respawned consumer works off the rest: 17.5 s at scale 1, 9.2 s at 0.5, load 8); the failpoint
+# kills are forced.
 TIME_SCALE = 0.5
 # The respawn cells' runs go on after the kill until the restarted consumer has done every job:
 # under load each job's own work (its UPDATE, XACK and history lines), not its 5 ms, sets the
 # length (a cell of 2 runs of 2000 jobs: 67 s beside a loaded suite, load 30). They show the
 # PEL recovered whatever follows it, so they run half the jobs: the kill still comes in the
-# first 500-entry batch (by time at 600 ms after scaling, or at the 101st write).
+# first 500-entry batches (once the victim holds a read, or at the 101st write).
 RESPAWN_PARTS = {"workload": "bulk:jobs=1000,cost_ms=5"}
 
 
@@ -63,6 +71,6 @@ CELLS: list[Cell] = [
          parts=RESPAWN_PARTS,
          note="ack after, the consumer restarted under its name: its PEL is recovered"),
 ]
-KILL_CELLS = [c for c in CELLS if c.faults[0].startswith(KILL)]
+KILL_CELLS = [c for c in CELLS if c.faults[0].startswith("kill-consumer")]   # by holding or at a failpoint
 POISON_CELLS = [c for c in CELLS if c.faults[0].startswith("poison")]
 ROWS = rows(CELLS)

@@ -12,6 +12,12 @@ The fault deletes the consumer at a moment it holds an entry (it waits up to HOL
 one: for `when=alive` the check and the deletion are one script), and records which entries
 and events were dropped; the checker names the lost events among them `pel-dropped`. A
 deletion that dropped nothing tested nothing: the run is `unknown`.
+
+`at=before_apply` (when=dead) forces the moment: the consumer stops itself at its
+`before_apply` failpoint after `after` entries, holding one it read and has not applied, and
+is SIGKILLed and deleted there. Killed from outside at a moment its PEL held an entry, a
+consumer may have applied it already and not yet acked it (a loaded run: 2 of 2 runs dropped
+an applied entry and lost nothing, where the row says the held entry is lost).
 """
 from __future__ import annotations
 
@@ -22,6 +28,7 @@ from typing import Any
 from chaos.params import Param
 from faults.effects import STRUCK_UNSETTLED
 from faults.helpers import pick_worker, process_alive, wait_for_entries, wait_until, workload_streams
+from chaos.errors import BadArguments
 from faults.interface import Fault, FaultContext, FaultError
 
 # KEYS: streams; ARGV[1]: the consumer; ARGV[2]: "1" to delete only if it holds an entry (else
@@ -96,13 +103,38 @@ class DeleteConsumer(Fault):
               "while it works", choices=("dead", "alive")),
         Param("target", "", "the consumer process (empty: one drawn from the run's seed)"),
         Param("role", "consumer", "its role (reader for the fan-out delivery)"),
-        Param("after_entries", 1, "wait until the workload's streams hold this many entries",
+        Param("at", "time", "time: after after_entries and at_ms, at a moment the consumer holds an entry (seen "
+              "from outside); before_apply: when it stops at its before_apply failpoint after `after` entries "
+              "(when=dead)", choices=("time", "before_apply")),
+        Param("after", 10, "for at=before_apply: entries the consumer passes its failpoint with first",
               kind=int, minimum=0),
-        Param("at_ms", 500, "then wait this long"),
-        Param("wait_ms", 30000, "how long to wait for after_entries (unscaled)"),
+        Param("after_entries", 1, "for at=time: wait until the workload's streams hold this many entries",
+              kind=int, minimum=0),
+        Param("at_ms", 500, "for at=time: then wait this long"),
+        Param("wait_ms", 30000, "how long to wait for after_entries (unscaled), or for the failpoint"),
     )
 
+    def validate(self) -> None:
+        if self.at == "before_apply" and ({"after_entries", "at_ms"} & set(self.given) or self.when != "dead"):
+            raise BadArguments("fault 'delete-consumer': at=before_apply (when=dead) waits for the consumer's "
+                               "failpoint, counted with after=; drop after_entries/at_ms")
+        if self.at == "time" and "after" in self.given:
+            raise BadArguments("fault 'delete-consumer': after= counts entries at the failpoint of at=before_apply")
+
+    @property
+    def victim(self) -> str:
+        return self.target or "C1"
+
+    def failpoints(self) -> dict[str, dict[str, dict]]:
+        if self.at == "time":
+            return {}
+        return {self.victim: {"before_apply": {"action": "signal", "after": self.after, "count": 1}}}
+
     def run(self, ctx: FaultContext) -> None:
+        if self.at == "before_apply":
+            worker, _ = ctx.wait_failpoint("before_apply", self.wait_ms)   # stopped, an unapplied entry in hand
+            self._kill_and_delete(ctx, worker)
+            return
         if self.after_entries:
             wait_for_entries(ctx, self.after_entries, self.wait_ms / 1000, self.name)
         ctx.sleep(self.at_ms)
@@ -115,9 +147,8 @@ class DeleteConsumer(Fault):
         while self.when == "dead" and not self._holds(client, streams, consumer) and time.monotonic() < deadline:
             time.sleep(0.001)
         if self.when == "dead":
-            worker.kill(signal.SIGKILL)
-            if not wait_until(lambda: not process_alive(worker.pid), 5.0, 0.0005):
-                raise FaultError(f"fault {self.name!r}: {worker.name} (pid {worker.pid}) outlived its SIGKILL")
+            self._kill_and_delete(ctx, worker)
+            return
         started = time.monotonic()
         dropped = None
         while self.when == "alive" and dropped is None and time.monotonic() < deadline:
@@ -126,6 +157,19 @@ class DeleteConsumer(Fault):
                 time.sleep(0.001)
         if dropped is None:
             dropped = delete_consumer(client, streams, consumer)
+        self._record(ctx, worker, consumer, dropped, started)
+
+    def _kill_and_delete(self, ctx: FaultContext, worker: Any) -> None:
+        """SIGKILL the worker, then delete its consumer at once (the clean-up script's case)."""
+        worker.kill(signal.SIGKILL)
+        if not wait_until(lambda: not process_alive(worker.pid), 5.0, 0.0005):
+            raise FaultError(f"fault {self.name!r}: {worker.name} (pid {worker.pid}) outlived its SIGKILL")
+        started = time.monotonic()
+        client = ctx.cluster.direct_redis("primary")
+        consumer = worker.name.partition("#")[0]   # a restarted process keeps its consumer name
+        self._record(ctx, worker, consumer, delete_consumer(client, workload_streams(client), consumer), started)
+
+    def _record(self, ctx: FaultContext, worker: Any, consumer: str, dropped: dict[str, Any], started: float) -> None:
         ctx.record("start", name=self.name, spec=self.spec, worker=worker.name, consumer=consumer,
                    when=self.when, **dropped)
         ctx.record("stop", name=self.name, worker=worker.name,

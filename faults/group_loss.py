@@ -16,7 +16,9 @@ the loss), from `$` (skips it), or exit.
 
 With `window=N` the schedule is forced instead of timed: the producer stops before its publish
 after `after_entries` (a failpoint), the consumers catch up (unless `catch_up=false`) and are stopped (SIGSTOP), the
-streams go; the producer publishes N events into the group-less stream and stops again; the
+streams go (deleted, or with the restarted primary: its restart, however long a loaded machine
+makes it, falls while nobody publishes, so a retrying producer never gives up events to it);
+the producer publishes N events into the group-less stream and stops again; the
 consumers go on (NOGROUP, back-off, the policy) and the producer only once the group is back
 (or no consumer is left). So those N publishes fall between the loss and the group's return,
 however a loaded machine delays either side (a publish attempt that failed and was retried
@@ -115,7 +117,8 @@ class GroupLoss(Fault):
         Param("stream", "", "the stream key (empty: every stream of the workload except DLQs)"),
         Param("wait_ms", 30000, "how long to wait for after_entries (unscaled)"),
         Param("window", 0, "force the schedule (0: timed): the producer stops after after_entries, the "
-              "consumers are stopped and the streams deleted, the producer publishes this many events "
+              "consumers are stopped and the streams deleted (or the primary restarted empty), the producer "
+              "publishes this many events "
               "into the group-less stream and stops until the group is back or no consumer is left",
               kind=int, minimum=0),
         Param("publisher", "producer", "with window: the role whose before_publish failpoint gates the XADDs "
@@ -125,8 +128,8 @@ class GroupLoss(Fault):
     )
 
     def validate(self) -> None:
-        if self.window and (self.how != "evict" or self.window > self.after_entries + 1 or self.at_ms):
-            raise BadArguments("fault 'group-loss': window=N needs how=evict, at_ms=0 and after_entries >= N - 1 "
+        if self.window and (self.window > self.after_entries + 1 or self.at_ms):
+            raise BadArguments("fault 'group-loss': window=N needs at_ms=0 and after_entries >= N - 1 "
                                "(the producer's failpoint stops it after after_entries and after N more)")
 
     def failpoints(self) -> dict[str, dict[str, dict]]:
@@ -184,9 +187,15 @@ class GroupLoss(Fault):
             worker.kill(signal.SIGSTOP)
             self.stopped.append(worker)
         streams = [self.stream] if self.stream else workload_streams(client)
-        gone = vanish(client, streams, "", delete=True)
+        gone = vanish(client, streams, "", delete=self.how == "evict")
         ctx.record("start", name=self.name, spec=self.spec, how=self.how, streams=streams, caught_up=caught_up,
                    stopped=[w.name for w in consumers], **gone)
+        if self.how == "restart-empty":
+            started = time.monotonic()
+            ctx.cluster.restart_primary(appendonly=False, kill=True)
+            client = ctx.cluster.direct_redis("primary")
+            ctx.record("info", name=self.name, how=self.how, restart_s=round(time.monotonic() - started, 4),
+                       keys_after=int(client.dbsize()))
         self._go_on(ctx, producer)
         producer, _ = ctx.wait_failpoint("before_publish", self.wait_ms)
         self.stopped.append(producer)

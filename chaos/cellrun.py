@@ -29,6 +29,8 @@ from chaos.report.allure_cell import report_cell
 from chaos.report.rows import UNKNOWN_OUTCOME, cell_row, headline
 
 LOOK_UP = True   # `expected=LOOK_UP`: the expectation table's row for the cell's exact parameters
+MAX_REASONS_SHOWN = 10      # a RigFailure lists this many of the runs' other reasons ...
+MAX_REASON_CHARS = 500      # ... each cut to this length
 
 
 @dataclass
@@ -89,7 +91,19 @@ class CellRun:
         raise RigFailure(
             f"RIG FAILURE: {self.label}: {'; '.join(headline(f) for f in failures)}\n"
             f"The framework's own parts failed during the runs: verdict unknown, no strategy is to blame.\n"
-            f"{detail}\n{self._measured()}\nrun dirs: {self.run_root}")
+            f"{detail}\n{self._other_reasons(failures)}{self._measured()}\nrun dirs: {self.run_root}")
+
+    def _other_reasons(self, failures: list[str]) -> str:
+        """The runs' reasons besides the rig failures (a fault that failed on the broken rig
+        is moved among them): often what led to the failure, e.g. a fault stopped between its
+        kill and its promotion."""
+        others = [r for r in self.result.unknown_reasons if r not in failures]
+        if not others:
+            return ""
+        shown = [f"  {r[:MAX_REASON_CHARS]}" for r in others[:MAX_REASONS_SHOWN]]
+        if len(others) > MAX_REASONS_SHOWN:
+            shown.append(f"  ... and {len(others) - MAX_REASONS_SHOWN} more (the cell's JSON has them all)")
+        return "the runs' other reasons:\n" + "\n".join(shown) + "\n"
 
     @property
     def label(self) -> str:

@@ -86,6 +86,16 @@ def test_the_cell_runner_raises_rig_failure_and_unknown_verdict_and_each_lands_i
                   "chaos.errors.RigFailure: the rig failed: run 0: PostgreSQL (pid 9) died"):  # a black-box cell
         assert category(other) == [CATEGORIES[0]["name"]], other
 
+    assert "other reasons" not in text      # the rig failure alone: nothing else to say
+
+    # a fault that failed on the broken rig is among the runs' reasons: the message shows it
+    stopped = "promote-replica: stopped after its kill, before its promotion"
+    both = result(rig=[PROXY_DIED], unknown=[stopped])
+    with pytest.raises(RigFailure) as broke:
+        CellRun(cell, both, ROW, "ordering", row_of(both)).check()
+    assert f"the runs' other reasons:\n  run 0: {stopped}\n" in str(broke.value)
+    assert str(broke.value).count("proxy a up") == 1       # the rig failure itself is not repeated
+
     # not judged (the test asserts its own figures): still broken by the rig
     unjudged = CellRun(cell, result(rig=[PROXY_DIED]), None, "ordering", row_of(result(rig=[PROXY_DIED])),
                        judged=False)

@@ -8,6 +8,7 @@ import shutil
 import subprocess
 import sys
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -29,16 +30,22 @@ SHARD_TIME_SCALE = "0.25"
 def shards(shared_once) -> list[Path]:
     """Two real shards of a small suite, each laid out as the nightly workflow uploads it.
     One run a cell: the merge is about cells and nights, not runs. Made once per session
-    (`shared_once`: under xdist the first worker to ask runs them, the others read them)."""
+    (`shared_once`: under xdist the first worker to ask runs them, the others read them).
+    The two shard sessions run side by side, as the nightly's shard jobs do (each its own
+    cluster): they mostly wait on their servers and cells."""
+    def shard(k: int, folder: Path) -> subprocess.CompletedProcess:
+        folder.mkdir()
+        return run_pytest("-q", *SELECTION, "--chaos-runs", "1", "--chaos-seed", "7", f"--chaos-shard={k}/2",
+                          "--chaos-time-scale", SHARD_TIME_SCALE,
+                          "--alluredir", str(folder / "allure-results"),
+                          "--chaos-summary", str(folder / "summary.json"),
+                          "--chaos-store-durations", str(folder / "durations.json"))
+
     def build(folder: Path) -> list[str]:
         dirs = [folder / f"shard-{k}" for k in (1, 2)]
-        for k, shard in enumerate(dirs, start=1):
-            shard.mkdir()
-            proc = run_pytest("-q", *SELECTION, "--chaos-runs", "1", "--chaos-seed", "7", f"--chaos-shard={k}/2",
-                              "--chaos-time-scale", SHARD_TIME_SCALE,
-                              "--alluredir", str(shard / "allure-results"),
-                              "--chaos-summary", str(shard / "summary.json"),
-                              "--chaos-store-durations", str(shard / "durations.json"))
+        with ThreadPoolExecutor(2) as pool:
+            procs = list(pool.map(shard, (1, 2), dirs))
+        for proc in procs:
             assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
         return [str(d) for d in dirs]
     return [Path(d) for d in shared_once("nightly-shards", build)]

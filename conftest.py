@@ -22,10 +22,10 @@ pytest_plugins = ["chaos.pytest_plugin", "chaos.pytest_plugin.aliases"]
 
 CELL_FIXTURES = frozenset({"chaos_cell", "blackbox"})   # a test that runs cells
 # The figures below are seconds from `pytest -n 4 --durations=0` of the whole suite on a quiet
-# machine (a clean-clone CI run): call + set-up. Only an order hint: a stale one costs a little
-# wall time, never a result. A set-up that only waited for another worker's `shared_once`
-# build is not counted: the module's first test in this order pays the build (its figure
-# includes it) and the others, dispatched later, find it made.
+# machine (a clean-clone CI run, with the cuts measured since): call + set-up. Only an order
+# hint: a stale one costs a little wall time, never a result. A set-up that only waited for
+# another worker's `shared_once` build is not counted: the module's first test in this order
+# pays the build (its figure includes it) and the others, dispatched later, find it made.
 CELL_SECONDS = 5.0      # the mean of the suites' tests (median 3.8; the long cells are listed below)
 SLOW_SECONDS = 6.0      # ``slow`` without a figure: 2-8 s measured, mostly black-box cells (longer: below)
 # Modules whose tests run pytest sessions, clusters or the CLI in child processes: the median
@@ -47,43 +47,59 @@ CHILD_SESSION_MODULES = {
 # that matches counts). A measured figure goes before a ``slow`` marker's.
 LONG_TESTS = {
     "suites/ordering/test_lock_races.py::test_s4a_wrong_rate_is_above_zero": 25.0,
-    "suites/failover/test_failover.py::test_failover_cell[p2-entry-id]": 24.0,
-    "tests/install/test_team_project.py::test_the_team_project_passes": 22.0,       # builds the team venv
-    "suites/ordering/test_lock_races.py::test_s4b_wrong_about_half": 21.0,
+    "suites/failover/test_failover.py::test_failover_cell[p2-entry-id]": 22.0,
+    "suites/ordering/test_lock_races.py::test_s4b_wrong_about_half": 21.5,
     "tests/install/test_setup_script.py::test_the_quick_start_sets_up_and_collects": 21.0,
-    "suites/sentinel/test_sentinel_failover.py::test_sentinel_cell[s5]": 20.0,
-    "suites/sentinel/test_sentinel_failover.py::test_sentinel_cell[s1]": 19.0,
-    "suites/failover/test_failover.py::test_failover_cell[inbox]": 18.0,
-    "tests/docs/test_doc_commands.py::test_readme_failover_example": 18.0,
-    "tests/report/test_report_in_browser.py::test_failover_cell_shows": 16.0,      # builds the report
-    "tests/blackbox/test_examples.py::test_ack_after_processing_loses_nothing": 12.0,
-    "tests/cluster/test_cluster_cleanup.py::test_sigkill_of_an_xdist_worker": 13.0,
-    "suites/failover/test_failover.py::test_wait_confirmed_producer_loses_far_less": 13.0,
-    "suites/outbox/test_outbox.py::test_outbox_cell[p1-per-key-n|kill-dispatcher]": 13.0,
-    "tests/nightly/test_merge.py::test_two_shards_merge": 12.0,                     # builds the shards
-    "tests/blackbox/test_sentinel_examples.py::test_a_consumer_pinned": 12.0,
-    "suites/redelivery/test_server_faults.py::test_server_fault_cell[ack-after:respawn=1|sigterm": 11.0,
-    "tests/report/test_replay.py::test_allure_and_summary_cells_replay": 11.0,
-    "suites/redelivery/test_nemesis.py::test_nemesis_cell[s5|nemesis": 11.0,
-    "tests/scorecard/test_cli.py::test_json_schema_grid_page": 10.0,
-    "tests/scorecard/test_cli.py::test_poison_is_graded": 10.0,
-    "suites/outbox/test_outbox.py::test_outbox_cell[p1-per-key-n|]": 9.5,
-    "suites/outbox/test_outbox.py::test_outbox_cell[p1-naive-n:dispatchers=1|]": 9.5,
-    "suites/redelivery/test_pg_reset.py::test_pg_reset_cell[": 9.5,
-    "tests/report/test_report_in_browser.py::test_matrix_page": 9.5,
+    "suites/sentinel/test_sentinel_failover.py::test_sentinel_cell[s5]": 19.5,
+    "suites/sentinel/test_sentinel_failover.py::test_sentinel_cell[s1]": 19.5,
+    "tests/docs/test_doc_commands.py::test_readme_failover_example": 17.5,
+    "suites/failover/test_failover.py::test_failover_cell[inbox]": 17.5,
+    "tests/install/test_team_project.py::test_the_team_project_passes": 17.0,       # builds the team venv
+    "tests/nightly/test_merge.py::test_two_shards_merge": 14.0,                     # builds the shards
+    "tests/report/test_report_in_browser.py::test_failover_cell_shows": 14.0,      # builds the report
+    "suites/failover/test_failover.py::test_wait_confirmed_producer_loses_far_less": 13.5,
+    "tests/cells/test_readme_cell_tests.py::test_the_readme_cell_tests_run_as_written": 12.5,
+    "tests/cluster/test_cluster_isolation.py::test_four_xdist_workers_get_isolated_clusters": 11.5,
+    "tests/scorecard/test_cli.py::test_json_schema_grid_page": 11.0,
+    "tests/report/test_replay.py::test_allure_and_summary_cells_replay": 10.5,
+    "tests/blackbox/test_sentinel_examples.py::test_a_consumer_pinned": 10.0,
+    "tests/proxy/test_proxy_robustness.py::test_no_fd_or_task_leak_after_10000_short_connections": 9.5,
     "suites/sentinel/test_sentinel_failover.py::test_sentinel_cell[s1|mode=manual": 9.5,
-    "suites/producer/test_publish_blip.py::test_publish_blip_cell[": 8.0,
+    "suites/redelivery/test_nemesis.py::test_nemesis_cell[s5:claim_idle_ms=500|nemesis": 9.0,
+    "tests/scorecard/test_cli.py::test_poison_is_graded": 9.0,
+    "tests/blackbox/test_examples.py::test_ack_after_processing_loses_nothing_when_a_worker_is_killed[faststream]": 9.0,
     "suites/ordering/test_sharding_fanout.py::test_s2_and_s3_keep_order_and_scale": 8.5,
-    "suites/delivery/test_kill_consumer.py::test_kill_consumer_cell[ack-after:respawn=1": 8.0,
-    "tests/cluster/test_sentinel.py::test_a_sentinel_that_never_elects": 8.0,
-    "tests/nightly/test_kept_runs.py::test_a_failing_cell_keeps_its_dirs": 7.0,     # builds the sessions
-    "suites/failover/test_failover.py::test_failover_cell[s4a]": 7.0,
-    "suites/failover/test_failover.py::test_failover_cell[s4b]": 7.5,
-    "suites/redelivery/test_xautoclaim.py::test_xautoclaim_cell[": 7.5,
-    "suites/operations/test_field_incidents.py::test_long_job_cell[": 7.0,
-    "suites/ordering/test_reference_rows.py::test_bulk_row_without_fault[ack-on-receive]": 7.0,
+    "suites/failover/test_failover.py::test_failover_cell[s4b]": 8.0,
+    "tests/report/test_report_in_browser.py::test_allure2_applies": 8.0,
+    "tests/workload/test_planfile.py::test_neither_side_holds_the_whole_plan": 7.5,
+    "tests/cluster/test_sentinel.py::test_a_sentinel_that_never_elects": 7.5,
+    "suites/delivery/test_kill_consumer.py::test_kill_consumer_cell[ack-after:respawn=1|kill-consumer]": 7.0,
+    "suites/redelivery/test_server_faults.py::test_server_fault_cell[ack-after:respawn=1|sigterm": 7.0,
     "suites/ordering/test_reference_rows.py::test_bulk_row_without_fault[ack-after]": 7.0,
+    "tests/blackbox/test_sentinel_examples.py::test_the_sentinel_aware_twin": 7.0,
+    "tests/nightly/test_kept_runs.py::test_a_failing_cell_keeps_its_dirs": 7.0,     # builds the sessions
+    "suites/failover/test_failover.py::test_failover_cell[s4a]": 6.5,
+    "suites/ordering/test_reference_rows.py::test_bulk_row_without_fault[ack-on-receive]": 6.5,
+    "suites/producer/test_publish_blip.py::test_publish_blip_cell[s1:paid_at_ms=300,payment_service=1,"
+    "created_ms=100|publish-blip:at=": 5.5,
+    "suites/producer/test_publish_blip.py::test_publish_blip_cell[p2-": 5.5,
+    "suites/redelivery/test_xautoclaim.py::test_xautoclaim_cell[": 5.5,
+    "tests/rig/test_run_rig_health.py::test_a_killed_replica_is_named_as_the_replica": 5.5,
+    "tests/workload/test_drain_keeps_hands.py::test_a_claimed_page_is_not_claimed_again": 5.0,
+    "tests/blackbox/test_fault_schedule.py::test_a_failing_fault_is_healed_and_named_the_same": 5.0,
+    "suites/sentinel/test_sentinel_failover.py::test_a_failover_after_the_workload_ended": 5.0,
+    "tests/cluster/test_cluster_cleanup.py::test_sigkill_of_an_xdist_worker": 4.5,
+    "tests/blackbox/test_session.py::test_drain_waits_for_a_slow_worker": 4.5,
+    "tests/cluster/test_sentinel.py::test_reset_restores_the_original_roles": 4.0,
+    "tests/cluster/test_server_axis.py::test_cluster_up_says_valkey_and_down_cleans_up": 4.0,
+    "suites/sentinel/test_sentinel_failover.py::test_a_writer_told_the_old_address": 4.0,
+    "tests/blackbox/test_examples.py::test_ack_after_processing_loses_nothing": 4.0,   # (taskiq)
+    "tests/report/test_report_in_browser.py::test_matrix_page": 4.0,
+    "tests/workload/test_liveness.py::test_consumers_that_hang_alive_stop_consuming": 4.0,
     "tests/nightly/test_shard.py::test_shards_follow_a_keyword_filter": 3.5,          # builds the collections
+    "suites/operations/test_field_incidents.py::test_long_job_cell[": 3.3,
+    "suites/redelivery/test_pg_reset.py::test_pg_reset_cell[": 3.0,
+    "suites/redelivery/test_server_faults.py::test_server_fault_cell[ack-after|maxlen-trim": 3.0,
     "tests/report/test_allure_cell.py::test_labels_parameters_steps_and_attachments": 2.5,  # the seed-100 session
 }
 

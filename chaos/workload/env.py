@@ -63,15 +63,22 @@ class WorkerEnv:
 
     def await_start(self) -> None:
         """With `gate` in the spec: say ready, then wait for the orchestrator's SIGUSR2 and take
-        its arrival as t0, so the schedule does not include this process's own start-up."""
+        its arrival as t0, so the schedule does not include this process's own start-up. A
+        SIGTERM instead (the run ended at its arm: a fault that could not start, a broken rig)
+        ends the process at once, before it did anything; the wait did not see it, and the stop
+        sat out its 2 s grace before a SIGKILL."""
         if not self.worker.gate:
             return
-        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR2})
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR2, signal.SIGTERM})
+        if self.stopping:
+            raise SystemExit(0)
         marker = ready_marker(self.run_dir, self.name)
         marker.parent.mkdir(parents=True, exist_ok=True)
         marker.touch()
-        signal.sigwait({signal.SIGUSR2})
+        if signal.sigwait({signal.SIGUSR2, signal.SIGTERM}) == signal.SIGTERM:
+            raise SystemExit(0)
         self.t0 = time.monotonic()
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})   # one sent since lands now
 
     def op(self, type: str, f: str, **fields: Any) -> dict:
         return self.history.op(type, f, **fields)

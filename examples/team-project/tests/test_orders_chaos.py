@@ -30,4 +30,4 @@ def test_scorecard(blackbox, scorecard_fault):
 
 def test_the_ack_after_preset_survives_a_consumer_kill(chaos_cell, cluster):
     assert cluster["name"] == "orders-prod"
-    chaos_cell("ack-after", "kill-consumer")      # judged by the framework's expectation table
+    chaos_cell("ack-after", "kill-consumer:at=holding,delivered=100")   # judged by the framework's expectation table

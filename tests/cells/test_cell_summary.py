@@ -33,6 +33,11 @@ def private_base():
     shutil.rmtree(path, ignore_errors=True)
 
 
+# The summary is about cells, rows and run dirs, not timings: the scenario's cells (s1 and baseline's
+# forced race, whose outcomes hold at any time scale) run at 0.25, created's 800 ms job at 200 ms.
+SCENARIO_TIME_SCALE = "0.25"
+
+
 def child(tmp_path: Path, base: Path, mode: str, *args: str, env: dict[str, str] | None = None
           ) -> subprocess.CompletedProcess:
     out = tmp_path / f"out-{mode}-{len(list(tmp_path.glob('out-*')))}"
@@ -69,7 +74,8 @@ EXPECTED_TABLE = [
 @pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["no-xdist", "xdist"])
 def test_the_table_and_the_json_list_every_cell(tmp_path, private_base, workers):
     summary = tmp_path / "summary.json"
-    run = child(tmp_path, private_base, "cells", "--chaos-runs", "2", f"--chaos-summary={summary}", *workers)
+    run = child(tmp_path, private_base, "cells", "--chaos-runs", "2", f"--chaos-summary={summary}",
+                "--chaos-time-scale", SCENARIO_TIME_SCALE, *workers)
     assert run.returncode == 0, run.stdout + run.stderr
     rows = table(run.stdout)
     assert len(rows) == 3, run.stdout
@@ -101,7 +107,8 @@ def test_the_table_and_the_json_list_every_cell(tmp_path, private_base, workers)
 
 def test_a_mismatching_cell_shows_NO_and_keeps_its_run_dirs(tmp_path, private_base):
     summary = tmp_path / "summary.json"
-    run = child(tmp_path, private_base, "mismatch", "-rA", f"--chaos-summary={summary}")
+    run = child(tmp_path, private_base, "mismatch", "-rA", f"--chaos-summary={summary}",
+                "--chaos-time-scale", SCENARIO_TIME_SCALE)
     assert run.returncode == 1, run.stdout + run.stderr
     mismatch = next(r for r in table(run.stdout)[1:] if r[-2] == "lost >= 1")
     assert mismatch[:3] == ["scenarios", "s1", "none"] and mismatch[-1] == "NO", run.stdout

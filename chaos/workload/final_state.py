@@ -104,6 +104,11 @@ class PagedProjection:
     def items(self) -> Iterator[tuple[str, int]]:
         return schema.projection_rows(self.conn)
 
+    def nonzero_items(self) -> Iterator[tuple[str, int]]:
+        """The counters above or below 0 alone, in `items`' order (the checker's, when no event
+        was applied with a projection: only these can drift)."""
+        return schema.projection_rows(self.conn, nonzero=True)
+
 
 class Intended:
     """The intended events as FinalState.events dicts, each built as it is iterated: from the

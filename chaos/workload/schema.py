@@ -90,9 +90,10 @@ def read_projection(conn: psycopg.Connection) -> dict[str, int]:
     return {intern(k): n for k, n in projection_rows(conn)}
 
 
-def projection_rows(conn: psycopg.Connection) -> Iterator[tuple[str, int]]:
-    """(key, count) of every projection row, in read_projection's order, a page at a time."""
-    return _paged(conn, "SELECT key, count FROM projection")
+def projection_rows(conn: psycopg.Connection, nonzero: bool = False) -> Iterator[tuple[str, int]]:
+    """(key, count) of every projection row (`nonzero`: those whose count is not 0), in
+    read_projection's order (the table's), a page at a time."""
+    return _paged(conn, "SELECT key, count FROM projection" + (" WHERE count <> 0" if nonzero else ""))
 
 
 def read_outbox(conn: psycopg.Connection) -> list[dict]:

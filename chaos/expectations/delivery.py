@@ -26,9 +26,11 @@ TIME_SCALE = 0.5
 # The respawn cells' runs go on after the kill until the restarted consumer has done every job:
 # under load each job's own work (its UPDATE, XACK and history lines), not its 5 ms, sets the
 # length (a cell of 2 runs of 2000 jobs: 67 s beside a loaded suite, load 30). They show the
-# PEL recovered whatever follows it, so they run half the jobs: the kill still comes in the
-# first 500-entry batches (once the victim holds a read, or at the 101st write).
-RESPAWN_PARTS = {"workload": "bulk:jobs=1000,cost_ms=5"}
+# PEL recovered whatever follows it, so they run 600 jobs: the kill still comes in the first
+# 500-entry batches (once the victim holds a read of a group that handed out 100, or at the 101st
+# write), with up to 500 in its PEL; what follows it is the rest of the 600, not of 1000 (the
+# restarted consumer's work, the run's length, is the PEL and those).
+RESPAWN_PARTS = {"workload": "bulk:jobs=600,cost_ms=5"}
 
 
 

@@ -16,8 +16,9 @@ from chaos.blackbox.session import run_blackbox
 from chaos.errors import EXIT_UNKNOWN
 
 ROOT = Path(__file__).resolve().parents[2]
+# drain_s: the never-writing worker never resumes, so its test waits the whole no-progress window out
 CONFIG = {"worker": {"processes": 2, "schema": str(ROOT / "examples/orders_schema.sql"), "ready_timeout_s": 30,
-                     "drain_s": 2},
+                     "drain_s": 1},
           "state": {"table": "orders", "key": "id", "status": "status", "version": "version"},
           "workload": {"keys": 5}}
 CONNECTS_NEVER_WRITES = (f"{sys.executable} -c \"import os, time, redis; "

@@ -7,7 +7,9 @@ XAUTOCLAIM still work (they are not `denyoom`), so consumers drain the backlog t
 cannot shrink. The fault sets `maxmemory-policy noeviction` and `maxmemory` to the
 memory used at that moment plus `headroom_kb` (by default a little below it, since
 client buffers come and go and the cap must hold for the whole window), keeps it for `duration_ms` (until the
-operator raises the limit), then restores both settings. What happens to the events
+operator raises the limit), then restores both settings. With `refused` set, `duration_ms` counts from
+the moment the server has refused that many of the workload's writes, not from the cap: a producer
+starved on a loaded machine may publish nothing for a while, and a window it never met tests nothing. What happens to the events
 published in that window is the producer's business: a retrying producer whose retries
 end inside the window drops them (the checker's `dropped`), an outbox keeps the rows and
 relays them once XADD works again.
@@ -20,6 +22,7 @@ from typing import Any
 import redis
 
 from chaos.params import Param
+from chaos.strategies.plan import PRODUCER
 from faults.effects import PUBLISH_FAILED
 from faults.helpers import wait_for_entries
 from faults.interface import FaultContext, FaultError
@@ -48,7 +51,10 @@ class MaxMemory(WindowFault):
         Param("headroom_kb", -256, "maxmemory = used memory + this; below 0 (the default) the cap stays "
               "under the usage when client buffers shrink, so every XADD of the window is refused; above 0 "
               "the backlog still grows by that much first", kind=int),
-        Param("wait_ms", 30000, "how long to wait for after_entries (unscaled)"),
+        Param("refused", 0, "duration_ms counts from the moment the server has refused this many of the "
+              "workload's writes with OOM since the cap (INFO errorstats; the producer's progress, not the "
+              "clock); 0: from the cap", kind=int, minimum=0),
+        Param("wait_ms", 30000, "how long to wait for after_entries, and for refused (unscaled)"),
     )
 
     def starts_at_arm(self) -> bool:
@@ -59,7 +65,47 @@ class MaxMemory(WindowFault):
             self.arm(ctx)
         if not self.started and self.after_entries:
             self.entries_wait_s = wait_for_entries(ctx, self.after_entries, self.wait_ms / 1000, self.name)
-        super().run(ctx)
+        if not self.started:
+            ctx.sleep(self.at_ms)
+            self._start(ctx)
+        if self.refused:
+            self.wait_refused(ctx)
+        left_s = ctx.scale(self.duration_ms) - (time.monotonic() - self.started_at)
+        if left_s > 0:
+            time.sleep(left_s)
+        self._stop(ctx)
+
+    def wait_refused(self, ctx: FaultContext) -> None:
+        """Hold the cap until the server has refused `refused` writes since it was set (up to
+        wait_ms), then start the window's clock there; record how many and how long it took."""
+        began = time.monotonic()
+        deadline = began + self.wait_ms / 1000
+        refused = 0
+        while time.monotonic() < deadline:
+            client = self.client
+            try:
+                refused = oom_refusals(client) - self.refusals_at_cap if client is not None else refused
+            except (redis.RedisError, AttributeError):     # healed meanwhile (another thread closed it)
+                break
+            if client is None:
+                break
+            if refused >= self.refused or not self.producing(ctx):
+                break
+            time.sleep(0.005)
+        self.started_at = time.monotonic()
+        ctx.record("info", name=self.name, step="refused", refused=refused, reached=refused >= self.refused,
+                   wait_s=round(self.started_at - began, 4))
+
+    @staticmethod
+    def producing(ctx: FaultContext) -> bool:
+        """Whether a publish may still come: a stream producer alive, the run not stopped. A cap
+        placed after the producers finished (the fault's thread starved past them) meets nothing:
+        the run is `unknown` by its effect (no publish failed), not held for wait_ms."""
+        stop = getattr(ctx, "stop_event", None)
+        if stop is not None and stop.is_set():
+            return False
+        producers = ctx.workers(PRODUCER)
+        return not producers or any(w.alive() for w in producers)
 
     def start(self, ctx: FaultContext) -> dict[str, Any]:
         self.client = client = ctx.cluster.direct_redis("primary")
@@ -83,6 +129,7 @@ class MaxMemory(WindowFault):
         else:
             raise FaultError(f"fault {self.name!r}: writes still succeed with maxmemory={cap}; "
                              f"used memory moves too much to cap it")
+        self.refusals_at_cap = oom_refusals(client)      # the probe's own refusal is not the workload's
         return {"used_memory": used, "maxmemory": cap, "saved": self.saved,
                 "entries_wait_s": round(getattr(self, "entries_wait_s", 0.0), 4)}
 

@@ -4,17 +4,23 @@
 the stream; workload: 10 keys x 5 events, one every 20 ms, so the producer publishes for
 about a second, all of it after the cap):
 
-* for 2 s (longer than the retrying producer's retries, at +0.5 s and +1 s): every event
-  first tried under the cap early enough is refused three times and dropped (the checker's `dropped`);
+* for 2 s (longer than the retrying producer's retries, at +0.5 s and +1 s), counted from the
+  75th refused XADD (3 attempts x 25 events: at least 25 events were tried under the cap by
+  then, whatever the load did to the producer): every event first tried under the cap early
+  enough is refused three times and dropped (the checker's `dropped`);
   nothing acknowledged is lost and the final state is the highest *published* version, so
   `lost`, `wrong_final_state_runs` and the verdict say all is well while 4 events in 5 are
   gone. A guard cannot help (s5 drops the same); the outbox keeps every row and relays it
-  once XADD works again: 0 dropped, 0 lost, right final state.
-* for 600 ms (shorter than the retries): every refused event gets through at a retry, after
+  once XADD works again: 0 dropped, 0 lost, right final state (its 2 s count from the relay's
+  first refused XADD: the relay polls, so 75 refusals may never come before the run ends).
+* for 600 ms from the first refused XADD (shorter than the retries): every refused event gets through at a retry, after
   later versions of its key went out: the plain UPDATE ends wrong, CAS on the business
   version holds. An event refused at the window's start has its last attempt 1 s later, so
   the lift may come 400 ms late (a loaded machine) before anything is dropped; with 1 s it
   was a dead heat, and at load ~13-22 a run dropped 2-8 events.
+
+Both windows count from refusals, not from the cap: at load 25-50 a starved producer published
+5 events in a 2 s cap (dropped 5 of the row's >= 25) and none in a 600 ms one (0 refused).
 
 `replica-overflow` (workload: 20 keys x 5 events, one every 6 ms, 25 ms of work each, so two
 consumers read at most 80 a second of the 167 published: a backlog all through; once 40
@@ -44,8 +50,10 @@ from chaos.workload.rates import BreakRate
 
 WORKLOAD = "many-orders:keys=10,events=5,gap_ms=20"
 EVENTS = 50
-OOM_LONG = "maxmemory:after_entries=10"                    # duration_ms=2000 (default)
-OOM_SHORT = "maxmemory:after_entries=10,duration_ms=600"
+ATTEMPTS = 3                                               # the retrying producer: first try + retries at +0.5 s, +1 s
+OOM_LONG = f"maxmemory:after_entries=10,refused={ATTEMPTS * (EVENTS // 2)}"   # duration_ms=2000 (default)
+OOM_RELAYED = "maxmemory:after_entries=10,refused=1"           # 2 s from the relay's first refused XADD
+OOM_SHORT = "maxmemory:after_entries=10,refused=1,duration_ms=600"
 OUTBOX = "p1-per-key:fail_event="                          # the per-key relay without its injected failure
 RUN_COUNT = 2
 # s1 under OOM_SHORT ends on a wrong final state (a retried older version written last), per
@@ -67,7 +75,7 @@ CELLS: list[Cell] = [
          dict(dropped=each_run(ge(EVENTS // 2)), lost=eq(0), indeterminate=eq(0)),
          parts={"workload": WORKLOAD},
          note="a guard cannot bring back an event that never reached the stream"),
-    Cell(OUTBOX, (OOM_LONG,), RUN_COUNT,
+    Cell(OUTBOX, (OOM_RELAYED,), RUN_COUNT,
          dict(dropped=eq(0), lost=eq(0), indeterminate=eq(0), published=eq(EVENTS * RUNS),
               wrong_final_state_runs=eq(0)),
          parts={"workload": WORKLOAD},

@@ -30,6 +30,7 @@ from pathlib import Path
 
 import pytest
 
+from chaos.expectations.ordering import PAID_FIRST
 from chaos.report.merge import ALLURE2_HISTORY, AllureCli, find_allure, generate
 
 REPO = Path(__file__).resolve().parents[2]
@@ -194,8 +195,9 @@ class Chromium:
 
 # The inner session, written as a team writes cell tests (README "What a test looks like"):
 # the failover area's own s5 cell (one run), a cell judged by a deliberately wrong
-# expectation (baseline reorders; the test says it must not), a plain unit test, and last a
-# cell whose rig breaks: a throwaway fault that may take nothing down SIGKILLs the cluster's
+# expectation (baseline reorders; the test says it must not; the race forced by the `hold`
+# fault baseline's row runs under: unforced, a loaded machine let it keep its order), a plain
+# unit test, and last a cell whose rig breaks: a throwaway fault that may take nothing down SIGKILLs the cluster's
 # own proxy server mid-run.
 INNER = textwrap.dedent('''
     import os
@@ -203,6 +205,7 @@ INNER = textwrap.dedent('''
 
     from chaos.expectations import Expectation
     from chaos.expectations.failover import preset_cell
+    from chaos.expectations.ordering import PAID_FIRST
     from chaos.params import Param
     from faults.registry import FAULTS
     from faults.window import WindowFault
@@ -214,7 +217,7 @@ INNER = textwrap.dedent('''
         assert Expectation.of(lost=0).bounds
 
     def test_wrong_expectation(chaos_cell):
-        chaos_cell("baseline", runs=1, expected=Expectation.of(wrong_final_state_runs=0,
+        chaos_cell("baseline", PAID_FIRST, runs=1, expected=Expectation.of(wrong_final_state_runs=0,
                                                                note="deliberately wrong: baseline reorders"))
 
     class KillProxyServer(WindowFault):
@@ -397,7 +400,7 @@ def test_allure2_applies_the_same_categories_and_the_merge_carries_its_history(r
     categories = json.loads((generated / "data" / "categories.json").read_text())["children"]
     def leaves(node: dict) -> list[str]:  # category > message > test
         return [name for child in node.get("children", []) for name in leaves(child)] or [node["name"]]
-    assert {c["name"]: leaves(c) for c in categories} == {"Wrong final state": ["baseline x none"],
+    assert {c["name"]: leaves(c) for c in categories} == {"Wrong final state": [f"baseline x {PAID_FIRST}"],
                                                           RIG_CATEGORY: ["s1 x test-kill-proxy-server"]}
     env = {e["name"]: e["values"] for e in json.loads((generated / "widgets" / "environment.json").read_text())}
     assert env["seed"] == ["11"] and env["redis.version"][0][0].isdigit()

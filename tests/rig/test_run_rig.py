@@ -86,6 +86,22 @@ def _workers_left() -> list[int]:
     return [p.pid for p in psutil.Process(server._proc.pid).children() if p.status() != psutil.STATUS_ZOMBIE]
 
 
+def _who(pids: list[int]) -> str:
+    """What each leftover child is: its status, age and open files (a worker's log is
+    logs/<name>.log in its run dir), so a failure names the worker and its run."""
+    lines = []
+    for pid in pids:
+        try:
+            p = psutil.Process(pid)
+            with p.oneshot():
+                files = [f.path for f in p.open_files()]
+                lines.append(f"pid {pid}: {p.status()}, {time.time() - p.create_time():.1f} s old, "
+                             f"open files {files}")
+        except psutil.Error as exc:
+            lines.append(f"pid {pid}: {type(exc).__name__} (gone since)")
+    return "; ".join(lines)
+
+
 def _break(cluster: Any, component: str, action: str = "kill", at_ms: int = 200):
     BreakRig.broken.clear()
     old = _pids(cluster)
@@ -126,7 +142,8 @@ def test_a_broken_rig_part_makes_the_run_unknown_and_named(cluster, component, a
     assert run.rig_failures[0] in run.unknown_reasons
     assert result.fault_errors == []
     assert len(run.rig_failures) == 1, f"only the broken part is named: {run.rig_failures}"
-    assert _workers_left() == [], "a worker of the run is still running"
+    left = _workers_left()
+    assert left == [], f"a worker of the run is still running: {_who(left)}"
     if action == "stop":
         assert psutil.Process(pid).status() == psutil.STATUS_STOPPED    # still stopped: the rebuild's to clear
     else:

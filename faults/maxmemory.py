@@ -65,15 +65,11 @@ class MaxMemory(WindowFault):
             self.arm(ctx)
         if not self.started and self.after_entries:
             self.entries_wait_s = wait_for_entries(ctx, self.after_entries, self.wait_ms / 1000, self.name)
-        if not self.started:
-            ctx.sleep(self.at_ms)
-            self._start(ctx)
+        super().run(ctx)
+
+    def window_opens(self, ctx: FaultContext) -> None:
         if self.refused:
             self.wait_refused(ctx)
-        left_s = ctx.scale(self.duration_ms) - (time.monotonic() - self.started_at)
-        if left_s > 0:
-            time.sleep(left_s)
-        self._stop(ctx)
 
     def wait_refused(self, ctx: FaultContext) -> None:
         """Hold the cap until the server has refused `refused` writes since it was set (up to

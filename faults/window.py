@@ -58,10 +58,15 @@ class WindowFault(Fault):
         if not self.started:
             ctx.sleep(self.at_ms)
             self._start(ctx)
+        self.window_opens(ctx)
         left_s = ctx.scale(self.duration_ms) - (time.monotonic() - self.started_at)
         if left_s > 0:
             time.sleep(left_s)
         self._stop(ctx)
+
+    def window_opens(self, ctx: FaultContext) -> None:
+        """Once the fault acts, before `duration_ms` is counted from `started_at`: a fault whose
+        window begins on a condition (maxmemory's refused writes) waits here and moves it."""
 
     def _stop(self, ctx: FaultContext) -> None:
         if self.started and not self.stopped:

@@ -46,9 +46,9 @@ CHILD_SESSION_MODULES = {
 # Single tests far longer than their module's or kind's figure (node id prefixes; the first
 # that matches counts). A measured figure goes before a ``slow`` marker's.
 LONG_TESTS = {
-    "suites/ordering/test_lock_races.py::test_s4a_wrong_rate_is_above_zero": 25.0,
+    "suites/ordering/test_lock_races.py::test_s4a_wrong_rate_is_above_zero": 17.0,
     "suites/failover/test_failover.py::test_failover_cell[p2-entry-id]": 22.0,
-    "suites/ordering/test_lock_races.py::test_s4b_wrong_about_half": 21.5,
+    "suites/ordering/test_lock_races.py::test_s4b_wrong_about_half": 12.5,
     "tests/install/test_setup_script.py::test_the_quick_start_sets_up_and_collects": 21.0,
     "suites/sentinel/test_sentinel_failover.py::test_sentinel_cell[s5]": 19.5,
     "suites/sentinel/test_sentinel_failover.py::test_sentinel_cell[s1]": 19.5,

@@ -11,18 +11,19 @@ from pathlib import Path
 from typing import Any
 
 from chaos.orchestrator.cellcontext import CellContext
-from chaos.orchestrator.rigwatch import RigWatch
+from chaos.orchestrator.rigwatch import RigFailed, RigWatch
 from chaos.strategies.plan import PRODUCER, ProcessPlan
 from chaos.workload import failpoints as fp
 from chaos.workload.env import ready_marker
-from chaos.workload.forkserver import Child, fork_server
-from chaos.workload.procutil import describe_exit, tail
+from chaos.workload.forkserver import Child, SpawnFailed, fork_server
+from chaos.workload.procutil import describe_exit, process_state, tail
 from chaos.workload.workerspec import HelperLinks, WorkerSpec
 
 TERMINATING = {signal.SIGKILL, signal.SIGTERM, signal.SIGINT, signal.SIGQUIT}
 POLL_S = 0.005
 READY_TIMEOUT_S = 15.0
 STOP_GRACE_S = 2.0
+KILLED_WAIT_S = 10.0     # a SIGKILLed worker's end, as the fork server reports it (it ends in ms)
 
 
 class RunAborted(Exception):
@@ -86,6 +87,9 @@ class Workers:
 
     def spawn(self, plan: ProcessPlan, *, t0: float, name: str | None = None, failpoints: bool = True,
               gate: bool = False) -> WorkerHandle:
+        """Start one worker. Refused once the rig failed (RigFailed): a worker started on a broken
+        rig has nothing to show. A fork server that cannot start it is a rig failure too."""
+        self.rig.raise_if_failed()
         cell = self.cell
         name = name or plan.name
         links = cell.cluster.worker_links(plan.name)
@@ -102,10 +106,16 @@ class Workers:
                           failpoints=merge_failpoints(sources, keys) if failpoints else {},
                           worker_links=helpers, role_spec=plan.spec)
         log = self.dir / "logs" / f"{name}.log"
-        forks = fork_server()
         if self.rig.forks is None:
-            self.rig.forks = forks
-        child = forks.spawn(spec, log)
+            self.rig.forks = fork_server()
+        forks = self.rig.forks      # the run's own: not a new one in place of one that died mid-run
+        try:
+            child = forks.spawn(spec, log)
+        except SpawnFailed as exc:
+            if not self.rig.check():
+                self.rig.record([f"worker fork server (pid {forks._proc.pid}) did not start {name}: "
+                                 f"{type(exc).__name__}: {exc}; log tail:\n(it writes to the orchestrator's stderr)"])
+            raise RigFailed(f"{name} not started: {exc}") from exc
         handle = WorkerHandle(name, plan, links, child, log)
         self.handles.append(handle)
         self.current[plan.name] = handle
@@ -188,17 +198,26 @@ class Workers:
         return [h for h in self.current.values() if h.alive() and (kind is None or h.plan.kind == kind)]
 
     def stop_all(self, t0: float) -> None:
-        for handle in self.live():
+        """SIGTERM every live worker, SIGKILL what is left after the grace, and wait until the fork
+        server reported each one's end: no worker of the run outlives its stop unnoticed (one that
+        the fork server has not seen end KILLED_WAIT_S after its SIGKILL is a reason, named)."""
+        live = [h for h in self.handles if h.alive()]
+        for handle in live:
             handle.stopping = True
             handle.child.kill(signal.SIGCONT)
             handle.child.kill(signal.SIGTERM)
         grace = STOP_GRACE_S / 4 if self.rig.failed.is_set() else STOP_GRACE_S   # a broken rig: their history is moot
         deadline = time.monotonic() + grace
-        for handle in self.handles:
+        for handle in live:
             handle.child.wait(max(0.0, deadline - time.monotonic()))
-        for handle in self.handles:
+        killed = [h for h in live if h.alive()]
+        for handle in killed:
+            handle.child.kill(signal.SIGKILL)
+        deadline = time.monotonic() + KILLED_WAIT_S
+        for handle in killed:
+            handle.child.wait(max(0.0, deadline - time.monotonic()))
+        for handle in killed:
             if handle.alive():
-                handle.stopping = True
-                handle.child.kill(signal.SIGKILL)
-                handle.child.wait(5)
+                self.reasons.append(f"{handle.name} (pid {handle.pid}) had not ended {KILLED_WAIT_S:g} s after its "
+                                    f"SIGKILL (state {process_state(handle.pid) or '?'}); log tail:\n{tail(handle.log)}")
         self.check_deaths(t0, respawn=False)

@@ -10,7 +10,10 @@ re-import the parent's __main__ (under pytest that is all of pytest, ~150 ms eac
 
 Protocol (JSON lines): request `{"id", "spec", "log"}` (and `"extensions"`: the guards,
 faults, ... registered in the client process, made again in the child: chaos/extensions.py) -> reply `{"id", "pid"}` or
-`{"id", "error"}`; whenever a child ends: `{"exit": pid, "code": n}` (n < 0: signal).
+`{"id", "error"}`; whenever a child ends: `{"exit": pid, "code": n}` (n < 0: signal). A reply
+always comes before its child's exit line: the client makes the Child as it reads the reply, so
+every exit finds its Child. A spawn that gave up waiting (SpawnFailed) leaves no child behind:
+should the reply come later, its child is SIGKILLed as it is read.
 A large spec (a producer's 10^5 events are about 15 MB) is written to a file next to the
 worker's log and the request carries `spec_file` instead: the child reads it after the
 fork, so the server neither parses it nor keeps its memory, and spawning stays a few ms.
@@ -209,6 +212,10 @@ def _end_children(children: set[int]) -> None:
 
 # ----------------------------------------------------------------------------- client side
 
+class SpawnFailed(RuntimeError):
+    """The fork server did not start a worker (gone, refused, or no answer in time)."""
+
+
 class Child:
     """A worker started by the fork server: pid, exit code once it ended."""
 
@@ -240,8 +247,8 @@ class ForkServer:
         self._next = 0
         self._replies: dict[int, dict] = {}
         self._reply_ready = threading.Condition(self._lock)
-        self._children: dict[int, Child] = {}
-        self._early_exits: dict[int, int] = {}
+        self._children: dict[int, Child] = {}           # running, by pid
+        self._abandoned: dict[int, Path | None] = {}    # request id -> its spec file: the spawn gave up
         self._proc: subprocess.Popen | None = None
         self._started = threading.Event()
         self._failure: BaseException | None = None
@@ -273,14 +280,11 @@ class ForkServer:
                     self._started.set()
                 elif "exit" in msg:
                     child = self._children.pop(msg["exit"], None)
-                    if child is None:
-                        self._early_exits[msg["exit"]] = msg["code"]
-                    else:
+                    if child is not None:
                         child.exitcode = msg["code"]
                         child._ended.set()
                 else:
-                    self._replies[msg["id"]] = msg
-                    self._reply_ready.notify_all()
+                    self._answered(msg)
         self._started.set()
         with self._lock:  # the server is gone: so are its children
             for child in self._children.values():
@@ -288,6 +292,24 @@ class ForkServer:
                 child._ended.set()
             self._children.clear()
             self._reply_ready.notify_all()
+
+    def _answered(self, msg: dict) -> None:
+        """A reply (under the lock). The child is registered here, where its pid is first known:
+        the server writes a child's reply before it can reap it, so every exit line that follows
+        finds its Child. A child whose spawn gave up waiting is SIGKILLed at once: nobody holds it."""
+        rid = msg["id"]
+        child = Child(msg["pid"]) if "pid" in msg else None
+        if child is not None:
+            self._children[child.pid] = child
+        if rid in self._abandoned:
+            spec_file = self._abandoned.pop(rid)
+            if child is not None:
+                child.kill(signal.SIGKILL)
+            if spec_file is not None:
+                spec_file.unlink(missing_ok=True)
+            return
+        self._replies[rid] = {"id": rid, "child": child} if child is not None else msg
+        self._reply_ready.notify_all()
 
     def alive(self) -> bool:
         return self._proc is not None and self._proc.poll() is None
@@ -299,6 +321,7 @@ class ForkServer:
         with self._lock:
             self._next += 1
             rid = self._next
+            spec_file = None
             if len(encoded) > SPEC_IN_FILE_BYTES:
                 spec_file = Path(log).with_name(f"{Path(log).stem}.{rid}.spec.json")
                 spec_file.parent.mkdir(parents=True, exist_ok=True)
@@ -308,23 +331,23 @@ class ForkServer:
             else:
                 more = b',"extensions":%s' % _dumps(registered) if registered else b""
                 request = b'{"id":%d,"log":%s%s,"spec":%s}' % (rid, _dumps(str(log)), more, encoded)
-            self._proc.stdin.write(request + b"\n")
-            self._proc.stdin.flush()
+            try:
+                self._proc.stdin.write(request + b"\n")
+                self._proc.stdin.flush()
+            except BrokenPipeError:   # the server is gone (its reader sees EOF): no child is coming
+                if spec_file is not None:
+                    spec_file.unlink(missing_ok=True)
+                raise SpawnFailed(f"fork server could not start {spec.name}: server is gone") from None
             if not self._reply_ready.wait_for(lambda: rid in self._replies or not self.alive(), timeout):
-                raise RuntimeError(f"fork server did not answer within {timeout} s")
+                self._abandoned[rid] = spec_file   # its child, should it come, is killed on arrival
+                raise SpawnFailed(f"fork server did not answer within {timeout} s")
             reply = self._replies.pop(rid, None)
-            if (reply is None or "error" in reply) and len(encoded) > SPEC_IN_FILE_BYTES:
-                spec_file.unlink(missing_ok=True)   # no child to read it
             if reply is None or "error" in reply:
-                raise RuntimeError(f"fork server could not start {spec.name}: "
-                                   f"{reply and reply.get('error') or 'server is gone'}")
-            child = Child(reply["pid"])
-            if child.pid in self._early_exits:
-                child.exitcode = self._early_exits.pop(child.pid)
-                child._ended.set()
-            else:
-                self._children[child.pid] = child
-            return child
+                if spec_file is not None:
+                    spec_file.unlink(missing_ok=True)   # no child to read it
+                raise SpawnFailed(f"fork server could not start {spec.name}: "
+                                  f"{reply and reply.get('error') or 'server is gone'}")
+            return reply["child"]
 
     def close(self) -> None:
         """EOF to the server: it SIGKILLs what is left of its children and exits."""

@@ -10,6 +10,7 @@ phase and is still watched. Real processes, real SIGKILL/SIGSTOP.
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import time
@@ -102,12 +103,15 @@ def _who(pids: list[int]) -> str:
     return "; ".join(lines)
 
 
-def _break(cluster: Any, component: str, action: str = "kill", at_ms: int = 200):
+def _break(cluster: Any, component: str, action: str = "kill", at_ms: int = 200, run_root: Path | None = None):
+    """One cell with `component` broken; its run dirs kept under `run_root` when given (the
+    test removes them once it passed: a failure leaves the workers' logs to read)."""
     BreakRig.broken.clear()
     old = _pids(cluster)
     started = time.monotonic()
     result = run_cell(cluster, "s5", [BreakRig(component=component, action=action, at_ms=at_ms)], runs=2,
-                      time_scale=SCALE, parts=WORKLOAD, keep_runs="never")
+                      time_scale=SCALE, parts=WORKLOAD, keep_runs="always" if run_root else "never",
+                      run_root=run_root)
     return result, old, time.monotonic() - started
 
 
@@ -128,8 +132,8 @@ def _assert_next_cell_is_healthy(cluster: Any, old_pids: list[int], rebuilt: boo
     ("b", "kill", "Redis node b (replica)", False),
     ("forkserver", "kill", "worker fork server", False),
 ])
-def test_a_broken_rig_part_makes_the_run_unknown_and_named(cluster, component, action, name, rebuilt):
-    result, old, wall = _break(cluster, component, action)
+def test_a_broken_rig_part_makes_the_run_unknown_and_named(cluster, tmp_path, component, action, name, rebuilt):
+    result, old, wall = _break(cluster, component, action, run_root=tmp_path / "cell")
     assert result.verdict == "unknown"
     assert len(result.runs) == 1, "a run on a broken rig ends the cell: the next runs would stand on it"
     run = result.runs[0]
@@ -143,7 +147,9 @@ def test_a_broken_rig_part_makes_the_run_unknown_and_named(cluster, component, a
     assert result.fault_errors == []
     assert len(run.rig_failures) == 1, f"only the broken part is named: {run.rig_failures}"
     left = _workers_left()
-    assert left == [], f"a worker of the run is still running: {_who(left)}"
+    assert left == [], (f"a worker is still running: {_who(left)}; the cell took {wall:.1f} s "
+                        f"(older: not its own), its run dir: {result.run_dirs[0]}")
+    shutil.rmtree(result.run_root)
     if action == "stop":
         assert psutil.Process(pid).status() == psutil.STATUS_STOPPED    # still stopped: the rebuild's to clear
     else:

@@ -9,7 +9,11 @@ memory used at that moment plus `headroom_kb` (by default a little below it, sin
 client buffers come and go and the cap must hold for the whole window), keeps it for `duration_ms` (until the
 operator raises the limit), then restores both settings. With `refused` set, `duration_ms` counts from
 the moment the server has refused that many of the workload's writes, not from the cap: a producer
-starved on a loaded machine may publish nothing for a while, and a window it never met tests nothing. What happens to the events
+starved on a loaded machine may publish nothing for a while, and a window it never met tests nothing.
+With `at=before_publish` the cap meets the producer by construction: the first worker of `publisher`
+stops at its before_publish failpoint after `after_entries` publishes, the cap goes on, and it
+resumes with that publish (a fault thread starved on a loaded machine once capped after the producer
+had published everything: nothing was refused). What happens to the events
 published in that window is the producer's business: a retrying producer whose retries
 end inside the window drops them (the checker's `dropped`), an outbox keeps the rows and
 relays them once XADD works again.
@@ -23,7 +27,9 @@ import redis
 
 from chaos.params import Param
 from chaos.strategies.plan import PRODUCER
+from chaos.errors import BadArguments
 from faults.effects import PUBLISH_FAILED
+from faults.failover_steps import hold_at_publish
 from faults.helpers import wait_for_entries
 from faults.interface import FaultContext, FaultError
 from faults.window import WindowFault
@@ -46,6 +52,12 @@ class MaxMemory(WindowFault):
     params = (
         Param("after_entries", 1, "wait until the workload's streams hold this many entries (a backlog "
               "to grow; its progress, not the clock)", kind=int, minimum=0),
+        Param("at", "entries", "entries: cap once the streams hold after_entries (then at_ms); before_publish: "
+              "the first worker of `publisher` stops at its before_publish failpoint after after_entries "
+              "publishes, the cap goes on, it resumes (the cap meets its next publish however late it runs)",
+              choices=("entries", "before_publish")),
+        Param("publisher", PRODUCER, "for at=before_publish: the role whose before_publish failpoint waits for "
+              "the cap (an outbox preset's relay: dispatcher)"),
         Param("at_ms", 0, "then wait this long before the cap"),
         Param("duration_ms", 2000, "how long the cap stays before the operator raises it", minimum=1),
         Param("headroom_kb", -256, "maxmemory = used memory + this; below 0 (the default) the cap stays "
@@ -57,13 +69,31 @@ class MaxMemory(WindowFault):
         Param("wait_ms", 30000, "how long to wait for after_entries, and for refused (unscaled)"),
     )
 
+    def validate(self) -> None:
+        if self.at == "before_publish" and (self.at_ms or not self.after_entries):
+            raise BadArguments("fault 'maxmemory': at=before_publish needs at_ms=0 and after_entries >= 1 (the "
+                               "publisher stops at its failpoint after that many publishes and the cap goes on "
+                               "there); with after_entries=0 the cap is on before the workload starts anyway")
+
+    def failpoints(self) -> dict[str, dict[str, dict]]:
+        if self.at != "before_publish":
+            return {}
+        return {self.publisher: {"before_publish": {"action": "signal", "after": self.after_entries, "count": 1}}}
+
     def starts_at_arm(self) -> bool:
         return self.at_ms == 0 and self.after_entries == 0
 
     def run(self, ctx: FaultContext) -> None:
         if getattr(self, "armed_for", None) != id(ctx):
             self.arm(ctx)
-        if not self.started and self.after_entries:
+        if not self.started and self.at == "before_publish":
+            began = time.monotonic()
+
+            def cap() -> None:          # the publisher waits at its failpoint meanwhile
+                self.entries_wait_s = time.monotonic() - began
+                self._start(ctx)
+            hold_at_publish(ctx, self.wait_ms, cap)
+        elif not self.started and self.after_entries:
             self.entries_wait_s = wait_for_entries(ctx, self.after_entries, self.wait_ms / 1000, self.name)
         super().run(ctx)
 
@@ -92,15 +122,15 @@ class MaxMemory(WindowFault):
         ctx.record("info", name=self.name, step="refused", refused=refused, reached=refused >= self.refused,
                    wait_s=round(self.started_at - began, 4))
 
-    @staticmethod
-    def producing(ctx: FaultContext) -> bool:
-        """Whether a publish may still come: a stream producer alive, the run not stopped. A cap
-        placed after the producers finished (the fault's thread starved past them) meets nothing:
-        the run is `unknown` by its effect (no publish failed), not held for wait_ms."""
+    def producing(self, ctx: FaultContext) -> bool:
+        """Whether a publish may still come: a worker of `publisher` alive (the stream producer; an
+        outbox's relay), the run not stopped. A cap placed after the producers finished (the
+        fault's thread starved past them, at=entries) meets nothing: the run is `unknown` by its
+        effect (no publish failed), not held for wait_ms."""
         stop = getattr(ctx, "stop_event", None)
         if stop is not None and stop.is_set():
             return False
-        producers = ctx.workers(PRODUCER)
+        producers = ctx.workers(self.publisher)
         return not producers or any(w.alive() for w in producers)
 
     def start(self, ctx: FaultContext) -> dict[str, Any]:

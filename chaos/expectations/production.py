@@ -1,7 +1,7 @@
 """Expected figures for failures teams meet in production (`maxmemory`, `replica-overflow`).
 
 `maxmemory` (noeviction, capped under the memory in use once 10 of the 50 events are in
-the stream; workload: 10 keys x 5 events, one every 20 ms, so the producer publishes for
+the stream, the publisher held at its next publish until the cap is on; workload: 10 keys x 5 events, one every 20 ms, so the producer publishes for
 about a second, all of it after the cap):
 
 * for 2 s (longer than the retrying producer's retries, at +0.5 s and +1 s), counted from the
@@ -20,7 +20,9 @@ about a second, all of it after the cap):
   was a dead heat, and at load ~13-22 a run dropped 2-8 events.
 
 Both windows count from refusals, not from the cap: at load 25-50 a starved producer published
-5 events in a 2 s cap (dropped 5 of the row's >= 25) and none in a 600 ms one (0 refused).
+5 events in a 2 s cap (dropped 5 of the row's >= 25) and none in a 600 ms one (0 refused). And the
+cap goes on while the publisher (the producer; the outbox's relay) waits at its before_publish
+failpoint after its 10th publish, so it meets the 40 publishes left however late the fault's thread runs.
 
 `replica-overflow` (workload: 20 keys x 5 events, one every 6 ms, 25 ms of work each, so two
 consumers read at most 80 a second of the 167 published: a backlog all through; once 40
@@ -51,9 +53,21 @@ from chaos.workload.rates import BreakRate
 WORKLOAD = "many-orders:keys=10,events=5,gap_ms=20"
 EVENTS = 50
 ATTEMPTS = 3                                               # the retrying producer: first try + retries at +0.5 s, +1 s
-OOM_LONG = f"maxmemory:after_entries=10,refused={ATTEMPTS * (EVENTS // 2)}"   # duration_ms=2000 (default)
-OOM_RELAYED = "maxmemory:after_entries=10,refused=1"           # 2 s from the relay's first refused XADD
-OOM_SHORT = "maxmemory:after_entries=10,refused=1,duration_ms=600"
+# The cap goes on while the publisher waits at its before_publish failpoint after 10 publishes, so
+# it always meets the rest (at load 26-36 a starved fault thread once capped after the producer had
+# published all 50: nothing refused, the run `unknown`).
+AT_PUBLISH = "maxmemory:at=before_publish,after_entries=10"
+OOM_LONG = f"{AT_PUBLISH},refused={ATTEMPTS * (EVENTS // 2)}"   # duration_ms=2000 (default)
+OOM_RELAYED = f"{AT_PUBLISH},publisher=dispatcher,refused=1"   # 2 s from the relay's first refused XADD
+SHORT_MS = 600
+OOM_SHORT = f"{AT_PUBLISH},refused=1,duration_ms={SHORT_MS}"
+# The producer's retries are due from each event's planned time (+0.5 s, +1 s), so a producer that
+# waited H at its failpoint for the cap tries the events due meanwhile late, their retries sooner
+# after: the first of them still gets in at its last retry only while H < 1 s - 600 ms. A run held
+# longer that dropped events did not have the window shorter than the retries that the 600 ms rows
+# need: `unknown` (held 3-75 ms a run at load 20-37; a fault thread delayed 1.5 s made it so).
+LAST_RETRY_MS = 1000
+SHORT_HOLD_SLACK_MS = LAST_RETRY_MS - SHORT_MS
 OUTBOX = "p1-per-key:fail_event="                          # the per-key relay without its injected failure
 RUN_COUNT = 2
 # s1 under OOM_SHORT ends on a wrong final state (a retried older version written last), per

@@ -30,6 +30,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     up.add_argument("--backend", choices=BACKENDS, default=None, help="default: $CHAOS_BACKEND or native")
     up.add_argument("--server", default=None, help="redis | valkey (default: $CHAOS_SERVER, else redis-server)")
     up.add_argument("--topology", default=None, help="replica (default) | sentinel[:k=v,...] (default: $CHAOS_TOPOLOGY)")
+    up.add_argument("--owner-pid", type=int, default=None, metavar="PID",
+                    help="go down by itself once process PID has exited (a script or test that may be "
+                         "killed before its `cluster down`)")
     status = commands.add_parser("status", help="endpoints, replication state and proxies")
     down = commands.add_parser("down", help="stop everything `cluster up` started")
     for command in (up, status, down):
@@ -47,13 +50,14 @@ def run_up(args: argparse.Namespace) -> int:
     if (state := _live_state(args.name)) is not None:
         raise BadArguments(f"cluster {args.name!r} is already up (supervisor pid {state.pid}): "
                            f"run `python -m chaos cluster down --name {args.name}` first, or pick another --name")
+    owner = _owner(args.owner_pid)
     path = state_path(args.name)
     path.unlink(missing_ok=True)
     log = path.with_suffix(".log")
     root = str(Path(__file__).resolve().parents[2])
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")])))
     with open(log, "wb") as out:
-        where = ["--topology", args.topology] + (["--server", args.server] if args.server else [])
+        where = ["--topology", args.topology] + (["--server", args.server] if args.server else []) + owner
         proc = subprocess.Popen([sys.executable, "-m", "chaos.cluster.supervisor", "--name", args.name,
                                  "--backend", backend, *where], stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
                                 env=env, start_new_session=True)   # outlives us: that is its job
@@ -63,6 +67,19 @@ def run_up(args: argparse.Namespace) -> int:
             return _not_up(args.name, proc, log)
         time.sleep(0.02)
     return run_status(args)
+
+
+def _owner(pid: int | None) -> list[str]:
+    """The supervisor's `--owner-pid` arguments; a pid that names no running process is refused
+    here, not found out by a cluster that goes down at once."""
+    if pid is None:
+        return []
+    from chaos.cluster.rundirs import process_started
+
+    if pid <= 0 or process_started(pid) is None:
+        raise BadArguments(f"--owner-pid {pid}: no such process is running; give the pid of the script or "
+                           f"test that owns the cluster (e.g. $$ in a shell), or leave --owner-pid out")
+    return ["--owner-pid", str(pid)]
 
 
 def _not_up(name: str, proc: subprocess.Popen, log: Path) -> int:

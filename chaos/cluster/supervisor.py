@@ -2,7 +2,8 @@
 
 This is the one place where servers outlive the command that asked for them: `up`
 starts this supervisor in its own session, the supervisor starts the cluster (whose
-servers die with *it*), writes a state file and sleeps until SIGTERM/SIGINT.
+servers die with *it*), writes a state file and sleeps until SIGTERM/SIGINT, or, with
+`--owner-pid`, until that process has exited (a test killed before its `down` leaves nothing).
 """
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import signal
 import sys
 import threading
 import traceback
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -56,13 +58,24 @@ def read_state(name: str) -> SupervisorState | None:
         return None
 
 
+def owner_watch(pid: int | None) -> Callable[[], bool]:
+    """Whether the owner still runs (always, without one): the same pid *and* start time, so a
+    reused pid is not taken for the owner."""
+    if pid is None:
+        return lambda: True
+    started = process_started(pid)
+    return lambda: started is not None and process_started(pid) == started
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m chaos.cluster.supervisor")
     parser.add_argument("--name", required=True)
     parser.add_argument("--backend", default=None)
     parser.add_argument("--topology", default=None)
     parser.add_argument("--server", default=None)
+    parser.add_argument("--owner-pid", type=int, default=None)
     args = parser.parse_args(argv)
+    owner = owner_watch(args.owner_pid)
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, lambda *_: stop.set())
@@ -87,7 +100,7 @@ def main(argv: list[str]) -> int:
         tmp.write_text(json.dumps(asdict(state), indent=2))
         tmp.replace(path)
         print(f"cluster {args.name} up; state in {path}", flush=True)
-        while not stop.wait(1.0):
+        while not stop.wait(1.0) and owner():
             pass
     finally:
         cluster.close()

@@ -22,7 +22,7 @@ def chaos(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
 
 def test_up_status_down(tmp_path):
     name = f"t{os.getpid()}"
-    up = chaos("up", "--name", name, "--json")
+    up = chaos("up", "--name", name, "--json", "--owner-pid", str(os.getpid()))
     try:
         assert up.returncode == 0, up.stderr
         state = json.loads(up.stdout)
@@ -46,3 +46,38 @@ def test_up_status_down(tmp_path):
     assert not Path(state["base_dir"]).exists()
     gone = chaos("status", "--name", name)
     assert gone.returncode == 254 and "no cluster" in gone.stderr
+
+
+def test_a_cluster_goes_down_by_itself_once_its_owner_has_exited():
+    """`up --owner-pid`: a test or script killed before its `down` (an xdist worker that died,
+    a CI job cancelled) leaves no servers behind: the supervisor goes down with its owner."""
+    owner = subprocess.Popen(["sleep", "600"])
+    name = f"owned{os.getpid()}"
+    try:
+        up = chaos("up", "--name", name, "--json", "--owner-pid", str(owner.pid))
+        assert up.returncode == 0, up.stderr
+        state = json.loads(up.stdout)
+        supervisor = psutil.Process(state["pid"])
+        servers = json.loads((Path(state["base_dir"]) / "owner.json").read_text())
+        assert supervisor.is_running()
+    finally:
+        owner.kill()
+        owner.wait()
+    try:
+        supervisor.wait(timeout=30)
+    except psutil.TimeoutExpired:
+        chaos("down", "--name", name)
+        raise AssertionError("the supervisor outlived its owner by 30 s") from None
+    assert wait_no_survivors([servers]) == []
+    assert not Path(state["base_dir"]).exists()
+    gone = chaos("status", "--name", name)
+    assert gone.returncode == 254 and "no cluster" in gone.stderr
+
+
+def test_an_owner_pid_that_is_not_running_is_refused_before_anything_starts():
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    up = chaos("up", "--name", f"dead{os.getpid()}", "--owner-pid", str(dead.pid))
+    assert up.returncode == 254, up.stderr
+    assert f"--owner-pid {dead.pid}: no such process is running" in up.stderr
+    assert "leave --owner-pid out" in up.stderr

@@ -112,7 +112,7 @@ def test_cluster_up_says_valkey_and_down_cleans_up():
     name = f"valkey{os.getpid()}"
     env = {**os.environ, ENV: "valkey"}
     chaos = [sys.executable, "-m", "chaos", "cluster"]
-    up = subprocess.run([*chaos, "up", "--name", name], cwd=ROOT, capture_output=True, text=True, env=env,
+    up = subprocess.run([*chaos, "up", "--name", name, "--owner-pid", str(os.getpid())], cwd=ROOT, capture_output=True, text=True, env=env,
                         timeout=120)
     try:
         assert up.returncode == 0, up.stderr

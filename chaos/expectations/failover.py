@@ -154,9 +154,21 @@ def failover_workload(preset: str) -> str:
     return ONE_CONSUMER_WORKLOAD if one_consumer(preset) or two_consumers(preset) else WORKLOAD
 
 
+# What the retrying producer gets through the failover, per run of the 250 events: it retries what
+# the dead primary refused and publishes again once the replica is promoted. Giving up an event whose
+# every attempt fell before the promotion is its defined behaviour when the outage outlasts its
+# retries (at this scale +250 and +500 ms, due from the event's planned time); a loaded machine
+# stretches the outage (the fault's thread, the proxies' repointing) past them, or runs the producer
+# late so its retries come sooner: 51 given up at load 15-34, published 199 (a promotion delayed
+# 1.2 s: 62-63 given up a run, published 187-188). A run whose shortfall below the bound is all such events did not have the
+# outage the row assumes, so the suite calls it `unknown` (suites/failover/test_failover.py
+# vouch_published); events given up after the promotion still count against the bound.
+PUBLISHED_PER_RUN = 200
+
+
 def preset_cell(preset: str) -> Cell:
     runs, rated = RUN_COUNT, ""
-    bounds = dict(redelivered=each_run(ge(1)), published=each_run(ge(200)))
+    bounds = dict(redelivered=each_run(ge(1)), published=each_run(ge(PUBLISHED_PER_RUN)))
     if not prefetches(preset):
         bounds["lost"] = each_run(ge(1))
     bounds.update(copy_bounds(preset))

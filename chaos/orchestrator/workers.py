@@ -15,15 +15,15 @@ from chaos.orchestrator.rigwatch import RigFailed, RigWatch
 from chaos.strategies.plan import PRODUCER, ProcessPlan
 from chaos.workload import failpoints as fp
 from chaos.workload.env import ready_marker
-from chaos.workload.forkserver import Child, SpawnFailed, fork_server
-from chaos.workload.procutil import describe_exit, process_state, tail
+from chaos.workload.forkserver import Child, ForkServerError, fork_server
+from chaos.workload.procutil import describe_exit, tail
 from chaos.workload.workerspec import HelperLinks, WorkerSpec
 
 TERMINATING = {signal.SIGKILL, signal.SIGTERM, signal.SIGINT, signal.SIGQUIT}
 POLL_S = 0.005
 READY_TIMEOUT_S = 15.0
 STOP_GRACE_S = 2.0
-KILLED_WAIT_S = 10.0     # a SIGKILLed worker's end, as the fork server reports it (it ends in ms)
+END_TIMEOUT_S = 15.0     # the fork server's end of a run's workers (SIGKILL and reap: ms)
 
 
 class RunAborted(Exception):
@@ -111,7 +111,7 @@ class Workers:
         forks = self.rig.forks      # the run's own: not a new one in place of one that died mid-run
         try:
             child = forks.spawn(spec, log)
-        except SpawnFailed as exc:
+        except ForkServerError as exc:
             if not self.rig.check():
                 self.rig.record([f"worker fork server (pid {forks._proc.pid}) did not start {name}: "
                                  f"{type(exc).__name__}: {exc}; log tail:\n(it writes to the orchestrator's stderr)"])
@@ -198,9 +198,10 @@ class Workers:
         return [h for h in self.current.values() if h.alive() and (kind is None or h.plan.kind == kind)]
 
     def stop_all(self, t0: float) -> None:
-        """SIGTERM every live worker, SIGKILL what is left after the grace, and wait until the fork
-        server reported each one's end: no worker of the run outlives its stop unnoticed (one that
-        the fork server has not seen end KILLED_WAIT_S after its SIGKILL is a reason, named)."""
+        """SIGTERM every live worker; after the grace the fork server SIGKILLs and reaps whatever
+        it still runs of this run (it knows its children for sure, whatever a handle believes).
+        One it ended that no live handle stood for (a handle taken for dead, a spawn given up)
+        is named in the reasons: the run did not see all it ran."""
         live = [h for h in self.handles if h.alive()]
         for handle in live:
             handle.stopping = True
@@ -210,14 +211,21 @@ class Workers:
         deadline = time.monotonic() + grace
         for handle in live:
             handle.child.wait(max(0.0, deadline - time.monotonic()))
-        killed = [h for h in live if h.alive()]
-        for handle in killed:
-            handle.child.kill(signal.SIGKILL)
-        deadline = time.monotonic() + KILLED_WAIT_S
-        for handle in killed:
+        lingering = {h.pid for h in live if h.alive()}
+        forks = self.rig.forks
+        try:
+            running = forks.end(str(self.dir), timeout=END_TIMEOUT_S) if forks is not None else []
+        except ForkServerError as exc:   # (a server that does not answer: what the handles know is killed)
+            running = []
+            for handle in live:
+                handle.child.kill(signal.SIGKILL)
+            self.reasons.append(f"the fork server did not end the run's workers: {exc}")
+        deadline = time.monotonic() + END_TIMEOUT_S     # (their exit lines came before the end's reply)
+        for handle in live:
             handle.child.wait(max(0.0, deadline - time.monotonic()))
-        for handle in killed:
-            if handle.alive():
-                self.reasons.append(f"{handle.name} (pid {handle.pid}) had not ended {KILLED_WAIT_S:g} s after its "
-                                    f"SIGKILL (state {process_state(handle.pid) or '?'}); log tail:\n{tail(handle.log)}")
+        for pid, name in running:
+            if pid not in lingering:
+                self.log_op({"stray": name, "pid": pid})
+                self.reasons.append(f"{name} (pid {pid}) was still running at the stop, unseen by the run "
+                                    f"(no live handle stood for it); SIGKILLed then")
         self.check_deaths(t0, respawn=False)

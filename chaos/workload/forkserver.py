@@ -12,8 +12,11 @@ Protocol (JSON lines): request `{"id", "spec", "log"}` (and `"extensions"`: the 
 faults, ... registered in the client process, made again in the child: chaos/extensions.py) -> reply `{"id", "pid"}` or
 `{"id", "error"}`; whenever a child ends: `{"exit": pid, "code": n}` (n < 0: signal). A reply
 always comes before its child's exit line: the client makes the Child as it reads the reply, so
-every exit finds its Child. A spawn that gave up waiting (SpawnFailed) leaves no child behind:
-should the reply come later, its child is SIGKILLed as it is read.
+every exit finds its Child. A spawn that gave up waiting (ForkServerError) leaves no child behind:
+should the reply come later, its child is SIGKILLed as it is read. The server files each child
+under its request's `group` (the run dir): `{"id", "end": group}` SIGKILLs and reaps what is left
+of a run, whatever the client believes of it -> `{"id", "running": [[pid, name], ...]}` (those
+that were still running).
 A large spec (a producer's 10^5 events are about 15 MB) is written to a file next to the
 worker's log and the request carries `spec_file` instead: the child reads it after the
 fork, so the server neither parses it nor keeps its memory, and spawning stays a few ms.
@@ -141,7 +144,7 @@ def serve() -> None:
     sel = selectors.DefaultSelector()
     sel.register(0, selectors.EVENT_READ)
     sel.register(wake_r, selectors.EVENT_READ)
-    children: set[int] = set()
+    children: dict[int, tuple[str, str]] = {}    # pid -> (group, name) of the request
     try:
         _serve_loop(sel, wake_r, out, server_pid, [0, sel.fileno(), wake_r, wake_w, out.fileno()], children)
     except KeyboardInterrupt:   # a terminal's Ctrl-C reaches the server too: its children go with it
@@ -150,7 +153,7 @@ def serve() -> None:
 
 
 def _serve_loop(sel: selectors.BaseSelector, wake_r: int, out: Any, server_pid: int, server_fds: list[int],
-                children: set[int]) -> None:
+                children: dict[int, tuple[str, str]]) -> None:
     buf = bytearray()
     while True:
         eof = False
@@ -171,6 +174,10 @@ def _serve_loop(sel: selectors.BaseSelector, wake_r: int, out: Any, server_pid: 
                 req = _loads(bytes(buf[:end]))
                 del buf[:end + 1]
                 scanned = 0
+                if "end" in req:
+                    running = _end_group(children, req["end"], out)
+                    out.write(json.dumps({"id": req["id"], "running": running}) + "\n")
+                    continue
                 try:
                     pid = os.fork()
                 except OSError as exc:
@@ -178,7 +185,7 @@ def _serve_loop(sel: selectors.BaseSelector, wake_r: int, out: Any, server_pid: 
                     continue
                 if pid == 0:
                     _child(req, req["log"], server_pid, server_fds)
-                children.add(pid)
+                children[pid] = (req.get("group", ""), req.get("name", ""))
                 out.write(json.dumps({"id": req["id"], "pid": pid}) + "\n")
         while children:
             try:
@@ -187,14 +194,37 @@ def _serve_loop(sel: selectors.BaseSelector, wake_r: int, out: Any, server_pid: 
                 break
             if pid == 0:
                 break
-            children.discard(pid)
+            children.pop(pid, None)
             out.write(json.dumps({"exit": pid, "code": os.waitstatus_to_exitcode(status)}) + "\n")
         if eof:
             _end_children(children)
             return
 
 
-def _end_children(children: set[int]) -> None:
+def _end_group(children: dict[int, tuple[str, str]], group: str, out: Any) -> list[list[Any]]:
+    """SIGKILL and reap every child started for `group` (a run), each exit line written; the
+    [pid, name] of those that were still running (not zombies) when the end came."""
+    from chaos.workload.procutil import process_state
+    pids = [pid for pid, (g, _) in children.items() if g == group]
+    running = []
+    for pid in pids:
+        if process_state(pid) not in ("Z", ""):
+            running.append([pid, children[pid][1]])
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    for pid in pids:
+        try:
+            _, status = os.waitpid(pid, 0)
+        except ChildProcessError:
+            continue
+        children.pop(pid, None)
+        out.write(json.dumps({"exit": pid, "code": os.waitstatus_to_exitcode(status)}) + "\n")
+    return running
+
+
+def _end_children(children: dict[int, tuple[str, str]]) -> None:
     """SIGKILL the children still running and reap them: a child left unreaped when the server
     exits is reparented to init and outlives the run as a zombie."""
     for pid in children:
@@ -212,8 +242,8 @@ def _end_children(children: set[int]) -> None:
 
 # ----------------------------------------------------------------------------- client side
 
-class SpawnFailed(RuntimeError):
-    """The fork server did not start a worker (gone, refused, or no answer in time)."""
+class ForkServerError(RuntimeError):
+    """The fork server did not do what it was asked (gone, refused, or no answer in time)."""
 
 
 class Child:
@@ -248,7 +278,7 @@ class ForkServer:
         self._replies: dict[int, dict] = {}
         self._reply_ready = threading.Condition(self._lock)
         self._children: dict[int, Child] = {}           # running, by pid
-        self._abandoned: dict[int, Path | None] = {}    # request id -> its spec file: the spawn gave up
+        self._abandoned: dict[int, Path | None] = {}    # request id -> its spec file: the client gave up
         self._proc: subprocess.Popen | None = None
         self._started = threading.Event()
         self._failure: BaseException | None = None
@@ -315,6 +345,7 @@ class ForkServer:
         return self._proc is not None and self._proc.poll() is None
 
     def spawn(self, spec: WorkerSpec | dict[str, Any], log: Path, timeout: float = 10.0) -> Child:
+        """Start a worker; the server files it under its run dir (see `end`)."""
         spec = WorkerSpec.of(spec)   # the one contract: a dict is checked into a WorkerSpec here
         encoded = _dumps(spec.to_json())
         registered = extensions.records()   # guards, faults, ... registered here: the child makes them too
@@ -326,28 +357,58 @@ class ForkServer:
                 spec_file = Path(log).with_name(f"{Path(log).stem}.{rid}.spec.json")
                 spec_file.parent.mkdir(parents=True, exist_ok=True)
                 spec_file.write_bytes(encoded)
-                head = {"id": rid, "spec_file": str(spec_file), "log": str(log)}
+                head = {"id": rid, "group": spec.run_dir, "name": spec.name, "spec_file": str(spec_file),
+                        "log": str(log)}
                 request = _dumps({**head, "extensions": registered} if registered else head)
             else:
                 more = b',"extensions":%s' % _dumps(registered) if registered else b""
-                request = b'{"id":%d,"log":%s%s,"spec":%s}' % (rid, _dumps(str(log)), more, encoded)
+                request = b'{"id":%d,"group":%s,"name":%s,"log":%s%s,"spec":%s}' % (
+                    rid, _dumps(spec.run_dir), _dumps(spec.name), _dumps(str(log)), more, encoded)
             try:
-                self._proc.stdin.write(request + b"\n")
-                self._proc.stdin.flush()
-            except BrokenPipeError:   # the server is gone (its reader sees EOF): no child is coming
+                reply = self._ask(rid, request, timeout)
+            except ForkServerError:
                 if spec_file is not None:
-                    spec_file.unlink(missing_ok=True)
-                raise SpawnFailed(f"fork server could not start {spec.name}: server is gone") from None
-            if not self._reply_ready.wait_for(lambda: rid in self._replies or not self.alive(), timeout):
-                self._abandoned[rid] = spec_file   # its child, should it come, is killed on arrival
-                raise SpawnFailed(f"fork server did not answer within {timeout} s")
-            reply = self._replies.pop(rid, None)
+                    if rid in self._abandoned:
+                        self._abandoned[rid] = spec_file   # (removed when the late reply comes)
+                    else:
+                        spec_file.unlink(missing_ok=True)   # no child to read it
+                raise
             if reply is None or "error" in reply:
                 if spec_file is not None:
-                    spec_file.unlink(missing_ok=True)   # no child to read it
-                raise SpawnFailed(f"fork server could not start {spec.name}: "
-                                  f"{reply and reply.get('error') or 'server is gone'}")
+                    spec_file.unlink(missing_ok=True)
+                raise ForkServerError(f"fork server could not start {spec.name}: "
+                                      f"{reply and reply.get('error') or 'server is gone'}")
             return reply["child"]
+
+    def end(self, group: str, timeout: float = 15.0) -> list[tuple[int, str]]:
+        """SIGKILL and reap whatever the server still runs of `group` (a run dir), whatever this
+        client believes of it; the (pid, name) of those that were still running. The server
+        knows its children for sure: after this, none of the run's is left. A server that is
+        gone took its children with it: []."""
+        with self._lock:
+            self._next += 1
+            rid = self._next
+            try:
+                reply = self._ask(rid, _dumps({"id": rid, "end": group}), timeout)
+            except ForkServerError:
+                if self.alive():
+                    raise
+                return []
+        return [] if reply is None else [(pid, name) for pid, name in reply["running"]]
+
+    def _ask(self, rid: int, request: bytes, timeout: float) -> dict | None:
+        """Send one request (the lock held) and wait for its reply; None: the server is gone.
+        A request not answered within `timeout` is abandoned (ForkServerError): a child it
+        makes later is SIGKILLed as its reply is read."""
+        try:
+            self._proc.stdin.write(request + b"\n")
+            self._proc.stdin.flush()
+        except BrokenPipeError:   # the server is gone (its reader sees EOF)
+            raise ForkServerError("fork server is gone") from None
+        if not self._reply_ready.wait_for(lambda: rid in self._replies or not self.alive(), timeout):
+            self._abandoned[rid] = None
+            raise ForkServerError(f"fork server did not answer within {timeout} s")
+        return self._replies.pop(rid, None)
 
     def close(self) -> None:
         """EOF to the server: it SIGKILLs what is left of its children and exits."""

@@ -21,7 +21,7 @@ import pytest
 
 from chaos.history import read_history
 from chaos.run import run_cell
-from chaos.workload.forkserver import SpawnFailed, fork_server
+from chaos.workload.forkserver import ForkServerError, fork_server
 from faults.interface import Fault
 from rig_helpers import wait_gone
 
@@ -44,7 +44,7 @@ def test_a_child_whose_spawn_gave_up_waiting_is_killed_when_the_server_answers(t
     before = set(_live_children(server._proc.pid))
     os.kill(server._proc.pid, signal.SIGSTOP)       # the server answers only after the client gave up
     try:
-        with pytest.raises(SpawnFailed, match="did not answer"):
+        with pytest.raises(ForkServerError, match="did not answer"):
             server.spawn(_waiting_producer(tmp_path, "P-late"), tmp_path / "late.log", timeout=0.3)
     finally:
         os.kill(server._proc.pid, signal.SIGCONT)
@@ -93,3 +93,32 @@ def test_a_rig_that_fails_mid_arm_starts_no_worker_after_and_leaves_none(cluster
     server = fork_server()     # (a new one: the run's died)
     assert server._proc.pid != killed["pid"]
     assert _live_children(server._proc.pid) == []
+
+
+class SpawnUnseen(Fault):
+    """Test-only: start a worker of the run that no handle of the run stands for (what a spawn
+    given up, or a handle taken for dead, leaves): a gated producer that waits for ever."""
+
+    name = "spawn-unseen"
+    description = "start a worker behind the run's back (tests/rig only)"
+    pids: ClassVar[list[int]] = []
+
+    def arm(self, ctx: Any) -> None:
+        run_dir = Path(ctx.run_dir)
+        child = fork_server().spawn(_waiting_producer(run_dir, "P-unseen"), run_dir / "logs" / "P-unseen.log")
+        SpawnUnseen.pids.append(child.pid)
+
+
+def test_a_worker_no_handle_stands_for_is_ended_at_the_stop_and_named(cluster):
+    """The fork server files each child under its run dir and ends what is left of the run at
+    its stop, whatever the handles believe; the run names what it did not see (verdict unknown)."""
+    SpawnUnseen.pids.clear()
+    result = run_cell(cluster, "s5", [SpawnUnseen()], runs=1, time_scale=SCALE,
+                      parts={"workload": "many-orders:keys=5,events=2,cost_ms=1"}, keep_runs="never")
+    assert SpawnUnseen.pids, "the fault did not act"
+    pid = SpawnUnseen.pids[0]
+    assert wait_gone([pid], 5) == [], "the unseen worker outlived its run"
+    assert result.verdict == "unknown"
+    assert any(f"P-unseen (pid {pid}) was still running at the stop" in r for r in result.unknown_reasons), \
+        result.unknown_reasons
+    assert _live_children(fork_server()._proc.pid) == []

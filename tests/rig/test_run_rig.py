@@ -146,6 +146,8 @@ def test_a_broken_rig_part_makes_the_run_unknown_and_named(cluster, tmp_path, co
     assert run.rig_failures[0] in run.unknown_reasons
     assert result.fault_errors == []
     assert len(run.rig_failures) == 1, f"only the broken part is named: {run.rig_failures}"
+    unseen = [r for r in run.unknown_reasons if "unseen by the run" in r]
+    assert unseen == [], f"the stop ended a worker no live handle stood for: {unseen}; run dir {result.run_dirs[0]}"
     left = _workers_left()
     assert left == [], (f"a worker is still running: {_who(left)}; the cell took {wall:.1f} s "
                         f"(older: not its own), its run dir: {result.run_dirs[0]}")

@@ -32,7 +32,7 @@ SLOW_SECONDS = 6.0      # ``slow`` without a figure: 2-8 s measured, mostly blac
 # of their tests (the long ones are listed below).
 CHILD_SESSION_MODULES = {
     "tests/blackbox/test_sentinel_examples.py": 7.5, "tests/report/test_report_in_browser.py": 2.0,
-    "tests/report/test_replay.py": 5.0, "tests/cells/test_readme_cell_tests.py": 13.0,
+    "tests/report/test_replay.py": 5.0, "tests/cells/test_readme_cell_tests.py": 6.5,
     "tests/cluster/test_cluster_isolation.py": 4.5, "tests/cluster/test_cluster_cli.py": 5.0,
     "tests/cluster/test_cluster_cleanup.py": 4.0, "tests/cells/test_cell_summary.py": 4.0,
     "tests/nightly/test_kept_runs.py": 2.5, "tests/nightly/test_merge.py": 1.0,
@@ -58,7 +58,7 @@ LONG_TESTS = {
     "suites/ordering/test_lock_races.py::test_s4b_wrong_about_half": 12.5,
     "tests/nightly/test_merge.py::test_two_shards_merge": 12.5,                     # builds the shards
     "suites/failover/test_failover.py::test_wait_confirmed_producer_loses_far_less": 11.5,
-    "tests/cells/test_readme_cell_tests.py::test_the_readme_cell_tests_run_as_written": 11.0,
+    "tests/cells/test_readme_cell_tests.py::test_the_readme_cell_tests_run_as_written": 6.5,
     "tests/scorecard/test_cli.py::test_poison_is_graded": 10.5,
     "tests/report/test_replay.py::test_allure_and_summary_cells_replay": 10.5,
     "suites/sentinel/test_sentinel_failover.py::test_sentinel_cell[s1|mode=manual": 10.0,

@@ -51,7 +51,7 @@ LONG_TESTS = {
     "suites/sentinel/test_sentinel_failover.py::test_sentinel_cell[s5]": 19.0,
     "suites/failover/test_failover.py::test_failover_cell[inbox]": 18.0,
     "suites/ordering/test_lock_races.py::test_s4a_wrong_rate_is_above_zero": 17.0,
-    "tests/docs/test_doc_commands.py::test_readme_failover_example": 16.5,
+    "tests/docs/test_doc_commands.py::test_readme_failover_example": 9.0,      # --runs 1 since 873bea6
     "tests/install/test_setup_script.py::test_the_quick_start_sets_up_and_collects": 16.0,
     "tests/report/test_report_in_browser.py::test_failover_cell_shows": 14.0,      # builds the report
     "tests/install/test_team_project.py::test_the_team_project_passes": 13.0,       # builds the team venv

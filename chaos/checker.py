@@ -34,6 +34,7 @@ from chaos.results import (  # noqa: F401 - the records' old home: these names s
 from chaos.checkstore import (  # noqa: F401 - the records' home; these names stay importable from here
     ASIDE, DLQ, FAILED, IN_REDIS, IN_STREAM, INFO, INTENDED, NOTED, OK, OUTBOX, PENDING, RECOVERED, REDELIVERED,
     UNDELIVERED, UNPROJECTED, WAITING, _Event, _Events, _Writes)
+from chaos.checkstore import absorb_final as _absorb_final
 from chaos.vanished import DETAILS as VANISHED_DETAILS
 from chaos.unknown_applies import proves_commit, resolve_unknown_applies
 from chaos.vanished import Vanished, overlaps
@@ -351,45 +352,6 @@ def _check_run(history: Iterable[dict], final: FinalState, run: int, reasons: li
     return RunResult(run=run, counts=counts, verdict=verdict, anomalies=anomalies.kept,
                      anomaly_counts=dict(anomalies.per_kind), final_state=final_state,
                      unknown_reasons=reasons, seed=seed)
-
-
-def _absorb_final(events: _Events, final: FinalState) -> int:
-    """Fold the final Redis/PostgreSQL lists into the events (each list read once: the stream's
-    may be read in pages); returns how many intended events there are."""
-    intended = 0
-    index, add, where, keys, versions, etypes = (events.index, events.add, events.where, events.keys, events.version,
-                                                 events.etype)
-    learn, add_entry = events.learn, events.add_entry   # (bound once: 10^6 intended events and as many entries)
-    for row in final.events:
-        eid = row.get("event_id")
-        if eid is not None:
-            i = index.get(eid)
-            if i is None:
-                i = add(eid)
-            if keys[i] is None or versions[i] == ASIDE or etypes[i] == 0:   # (else it knows them all)
-                learn(i, row)
-            w = where[i]
-            intended += not w & INTENDED
-            where[i] = w | INTENDED
-    for flag, source in ((IN_STREAM, final.stream_entries), (PENDING, final.pending), (UNDELIVERED, final.undelivered)):
-        for entry in source:
-            eid = entry.get("event_id")
-            if eid is not None:
-                i = index.get(eid)
-                if i is None:
-                    i = add(eid)
-                add_entry(i, entry.get("stream"), entry.get("entry_id"))
-                where[i] |= flag
-    row_of = events.row
-    for row in final.outbox:
-        if row.get("event_id") is not None:
-            i = row_of(row["event_id"])
-            learn(i, row)
-            where[i] |= OUTBOX
-    for entry in final.dlq:
-        if entry.get("event_id") is not None:
-            where[row_of(entry["event_id"])] |= DLQ
-    return intended
 
 
 def _count_events(scan: _RunScan, intended: int, stopped: set[str], counts: Counts, anomalies: AnomalyLog,

@@ -21,17 +21,20 @@ view of one row with the old record's attributes, for the rare paths (unknown-ou
 dangling invokes). A key's one write is its event's row number (`_Writes`) when the write's
 time, version and id are the event's own (the common case: a write per handled event), not a
 tuple of its own; the row number is the very int object the id maps to, so it costs nothing.
-Keys are interned: one copy of each, which PostgreSQL's final rows share (chaos.workload.schema
+`absorb_final` folds the final state's lists (the intended events, the streams' entries, the
+PEL, the undelivered tail, the outbox, the DLQ) into the records, as tuples where the source
+gives them. Keys are interned: one copy of each, which PostgreSQL's final rows share (chaos.workload.schema
 interns the keys it reads; 10^6 keys not interned here held a second copy of each, 56 MB).
 """
 from __future__ import annotations
 
 import sys
 from array import array
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from math import isnan
 from typing import Any
 
+from chaos.results import FinalState
 from chaos.unknown_applies import Unknown, Unknowns
 
 _intern = sys.intern
@@ -194,19 +197,19 @@ class _Events:
     # -- what the record's methods did
     def learn(self, i: int, op: dict) -> None:
         """The event's key, version and etype from `op`, each where not known yet."""
-        if self.keys[i] is None:
-            key = op.get("key")
-            if key is not None:
-                self.keys[i] = self.key_str(key)
+        self.learn_fields(i, op.get("key"), op.get("version"), op.get("etype"))
+
+    def learn_fields(self, i: int, key: Any, version: Any, etype: Any) -> None:
+        """`learn`, from the values (None: not given)."""
+        if self.keys[i] is None and key is not None:
+            self.keys[i] = self.key_str(key)
         aside = self.aside
         if self.version[i] == ASIDE and i not in aside["version"]:
-            version = op.get("version")
             if version.__class__ is int and -_TOP < version < _TOP:
                 self.version[i] = version
             elif version is not None:
                 aside["version"][i] = version
         if self.etype[i] == 0 and i not in aside["etype"]:
-            etype = op.get("etype")
             if etype.__class__ is str:
                 code = self.codes.get(etype)
                 self.etype[i] = self.code(etype) if code is None else code
@@ -436,3 +439,65 @@ class _Writes(dict):
 
     def as_tuple(self, write: tuple | int) -> tuple:
         return write if write.__class__ is tuple else self.events.as_write(write)
+
+
+def absorb_final(events: _Events, final: FinalState) -> int:
+    """Fold the final Redis/PostgreSQL lists into the events (each list read once: the stream's
+    may be read in pages); returns how many intended events there are. (Read as tuples, where
+    the source gives them: at 10^6 events, no dict per intended event or stream entry.)"""
+    intended = 0
+    index, add, where, keys, versions, etypes = (events.index, events.add, events.where, events.keys, events.version,
+                                                 events.etype)
+    learn, add_entry = events.learn_fields, events.add_entry   # (bound once: 10^6 intended events and as many entries)
+    for eid, key, version, etype in _intended_tuples(final.events):
+        if eid is not None:
+            i = index.get(eid)
+            if i is None:
+                i = add(eid)
+            # (else it knows them all, or the row has none to add)
+            if (keys[i] is None or versions[i] == ASIDE and version is not None
+                    or etypes[i] == 0 and etype is not None):
+                learn(i, key, version, etype)
+            w = where[i]
+            intended += not w & INTENDED
+            where[i] = w | INTENDED
+    entry_of, stream_of, table = events.entry, events.stream, events.table
+    for flag, source in ((IN_STREAM, final.stream_entries), (PENDING, final.pending), (UNDELIVERED, final.undelivered)):
+        for stream, page in _entry_pages(source):
+            for entry_id, eid in page:
+                if eid is not None:
+                    i = index.get(eid)
+                    if i is None:
+                        i = add(eid)
+                    # (the entry the history named already, as a rule: add_entry's first test, inline)
+                    if entry_of[i] != entry_key(entry_id) or not (table[stream_of[i]] == stream or stream is None):
+                        add_entry(i, stream, entry_id)
+                    where[i] |= flag
+    row_of = events.row
+    for row in final.outbox:
+        if row.get("event_id") is not None:
+            i = row_of(row["event_id"])
+            events.learn(i, row)
+            where[i] |= OUTBOX
+    for entry in final.dlq:
+        if entry.get("event_id") is not None:
+            where[row_of(entry["event_id"])] |= DLQ
+    return intended
+
+
+def _intended_tuples(rows: Iterable[Any]) -> Iterable[tuple]:
+    """(event_id, key, version, etype) of each intended event: as tuples where the source gives
+    them (`tuples()`: chaos.workload.final_state.Intended), else from each row's dict."""
+    tuples = getattr(rows, "tuples", None)
+    if tuples is not None:
+        return tuples()
+    return ((row.get("event_id"), row.get("key"), row.get("version"), row.get("etype")) for row in rows)
+
+
+def _entry_pages(entries: Iterable[Any]) -> Iterable[tuple[Any, Iterable[tuple]]]:
+    """(stream, its (entry id, event id) pairs) of stream entries: pages where the source gives
+    them (`pages()`: chaos.workload.final_state.PagedEntries), else an entry's dict at a time."""
+    pages = getattr(entries, "pages", None)
+    if pages is not None:
+        return pages()
+    return ((entry.get("stream"), ((entry.get("entry_id"), entry.get("event_id")),)) for entry in entries)

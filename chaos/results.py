@@ -10,7 +10,8 @@ The meaning of every count is in docs/checker.md.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Mapping
+import threading
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -63,12 +64,48 @@ class FinalRows(Mapping):
     keys (unique: the table's primary key) and their rows, with no hash table over them: at
     10^6 keys a dict was ~40 MB, its last resize ~60 MB at once, beside the checker's records
     (chaos.workload.schema reads them so; equal rows are one shared dict there). The checker
-    reads the lists (`pairs`); a lookup by key builds the index once (tests, reports: small runs)."""
+    reads the lists (`pairs`); a lookup by key builds the index once (tests, reports: small runs).
+    `behind(read)`: the lists filled by a thread of their own while the caller goes on; any use
+    waits for it to end first, and raises its error."""
 
     def __init__(self, keys: list[str] | None = None, rows: list[dict] | None = None) -> None:
-        self.keys_read: list[str] = [] if keys is None else keys
-        self.rows: list[dict] = [] if rows is None else rows
+        self._keys: list[str] = [] if keys is None else keys
+        self._rows: list[dict] = [] if rows is None else rows
         self._index: dict[str, int] | None = None
+        self._reading: threading.Thread | None = None
+        self._error: BaseException | None = None
+
+    @classmethod
+    def behind(cls, read: Callable[[list[str], list[dict]], None]) -> FinalRows:
+        """`read(keys, rows)` (which appends to both) run in a thread of its own."""
+        out = cls()
+
+        def reading() -> None:
+            try:
+                read(out._keys, out._rows)
+            except BaseException as exc:  # noqa: BLE001 - raised to the caller at its first use
+                out._error = exc
+        out._reading = threading.Thread(target=reading, name="chaos-final-rows", daemon=True)
+        out._reading.start()
+        return out
+
+    def wait(self) -> None:
+        """The read behind, ended (its error raised, at every use after it too)."""
+        if self._reading is not None:
+            self._reading.join()
+            self._reading = None
+        if self._error is not None:
+            raise self._error
+
+    @property
+    def keys_read(self) -> list[str]:
+        self.wait()
+        return self._keys
+
+    @property
+    def rows(self) -> list[dict]:
+        self.wait()
+        return self._rows
 
     def add(self, key: str, row: dict) -> None:
         self.keys_read.append(key)

@@ -7,8 +7,11 @@ relies on the history).
 from __future__ import annotations
 
 import pickle
+import queue
+import threading
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import redis
@@ -33,10 +36,11 @@ def read_final_state(r: redis.Redis, conn: psycopg.Connection, streams: Iterable
     checker does, once), `events` builds each intended event's dict as it is iterated (an
     event planned twice is given twice: the checker keeps the first), so a run of 10^6 events
     does not hold 2 x 10^6 dicts, and `projection` reads PostgreSQL's counters a page at a time
-    each time its items are iterated (`PagedProjection`: the checker compares them last).
-    PostgreSQL's rows are per key; the PEL, the undelivered tail and the DLQ are read whole
+    each time its items are iterated (`PagedProjection`: the checker compares them last), and
+    PostgreSQL's rows are read behind, on a connection of their own while the checker goes on
+    (`schema.read_rows_behind`: their first use waits for them). PostgreSQL's rows are per key; the PEL, the undelivered tail and the DLQ are read whole
     (what is left over, not the run)."""
-    final = FinalState(rows=schema.read_rows(conn),
+    final = FinalState(rows=schema.read_rows_behind(conn) if paged else schema.read_rows(conn),
                        projection=PagedProjection(conn) if paged else schema.read_projection(conn),
                        outbox=schema.read_outbox(conn))
     streams = list(streams)
@@ -86,10 +90,16 @@ class PagedEntries:
         self.r, self.streams = r, streams
 
     def __iter__(self) -> Iterator[dict]:
-        for stream in self.streams:
-            for page in _pages(self.r, stream, "-"):
-                for eid, event in page:
-                    yield {"entry_id": eid, "stream": stream, "event_id": event}
+        for stream, page in self.pages():
+            for eid, event in page:
+                yield {"entry_id": eid, "stream": stream, "event_id": event}
+
+    def pages(self) -> Iterator[tuple[str, list[tuple[str, str | None]]]]:
+        """(stream, a page of its (entry id, event id) pairs), in stream order: the checker's
+        pass (no dict per entry). The pages are read AHEAD pages ahead by a thread of their own,
+        so Redis reads the next while the caller folds this one (at 10^6 entries and load 20 the
+        check waited 6.6 s on them, for 0.35 s of its own CPU)."""
+        return ReadAhead((stream, page) for stream in self.streams for page in _pages(self.r, stream, "-"))
 
 
 class PagedProjection:
@@ -146,6 +156,13 @@ class Intended:
             return (ev.intended() for ev in self.events)
         return self._read(self.path)
 
+    def tuples(self) -> Iterator[tuple]:
+        """(event_id, key, version, etype) of each, as `__iter__`'s dicts hold them: the
+        checker's pass (no dict per event; the spilled chunks hold these very tuples)."""
+        if self.path is None:
+            return ((ev.event_id, ev.key, ev.version, ev.etype) for ev in self.events)
+        return (row for chunk in pickled_chunks(self.path) for row in chunk)
+
     @staticmethod
     def _read(path: Path) -> Iterator[dict]:
         for chunk in pickled_chunks(path):
@@ -155,6 +172,66 @@ class Intended:
     def remove(self) -> None:
         if self.path is not None:
             self.path.unlink(missing_ok=True)
+
+
+AHEAD = 2   # pages a ReadAhead holds ready, at most (a page of 10^4 entries: ~1.7 MB)
+_END = object()
+
+
+class ReadAhead:
+    """The items of `items`, read by a thread of their own up to `depth` ahead of the caller (a
+    server computes the next page while the caller works on this one). An error of the read
+    is raised to the caller where the read would have raised it; a caller that stops early
+    (or drops this) stops the thread after the item it is reading."""
+
+    def __init__(self, items: Iterator[Any], depth: int = AHEAD) -> None:
+        self._ready: queue.Queue = queue.Queue(depth)
+        self._stop = threading.Event()
+        self._done = False
+        # (the thread holds the queue and the flag, not this: dropping this stops it)
+        self._thread = threading.Thread(target=_read_ahead, args=(items, self._ready, self._stop),
+                                        name="chaos-read-ahead", daemon=True)
+        self._thread.start()
+
+    def __iter__(self) -> ReadAhead:
+        return self
+
+    def __next__(self) -> Any:
+        if self._done:
+            raise StopIteration
+        item, exc = self._ready.get()
+        if item is _END:
+            self._done = True
+            self._thread.join()
+            if exc is not None:
+                raise exc
+            raise StopIteration
+        return item
+
+    def close(self) -> None:
+        self._stop.set()
+
+    __del__ = close
+
+
+def _read_ahead(items: Iterator[Any], ready: queue.Queue, stop: threading.Event) -> None:
+    """ReadAhead's thread: each item, then the end (with the read's error, if any) into `ready`,
+    until `stop` is set."""
+    def put(item: tuple) -> bool:
+        while not stop.is_set():
+            try:
+                ready.put(item, timeout=0.05)
+                return True
+            except queue.Full:
+                continue
+        return False
+    try:
+        for item in items:
+            if not put((item, None)):
+                return
+        put((_END, None))
+    except BaseException as exc:  # noqa: BLE001 - the caller's to handle, as a read of its own
+        put((_END, exc))
 
 
 # One page of entries from `start` (an id, "(id" exclusive, or "-"): ids and event ids only, not

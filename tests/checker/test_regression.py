@@ -7,7 +7,10 @@ from __future__ import annotations
 import json
 import random
 import tarfile
+from collections.abc import Iterator
+from itertools import groupby
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -16,6 +19,7 @@ import chaos.history as history_module
 from chaos.history import HistorySource, iter_history, read_history
 from chaos.orchestrator.notes import WorkNotes, work_metrics
 from chaos.results import FinalRows, FinalState
+from chaos.workload.final_state import INTENDED_FILE, Intended, ReadAhead
 
 SAVED = sorted((Path(__file__).parent / "regression").glob("*.tar.gz"))
 
@@ -111,3 +115,32 @@ def test_lazy_merge_is_read_history(chunk: int, tmp_path: Path, monkeypatch: pyt
     ops = list(iter_history(tmp_path, run=2))
     assert ops == read_history(tmp_path, run=2)
     assert [op["n"] for op in ops] == [5, 1, 2, 3, 6, 7, 4, 8]
+
+
+@pytest.mark.parametrize("archive", SAVED, ids=[p.name.removesuffix(".tar.gz") for p in SAVED])
+def test_final_lists_read_as_tuples_give_the_saved_json(archive: Path, tmp_path: Path) -> None:
+    """The intended events spilled and read back as tuples (Intended.tuples) and the streams'
+    entries in pages read ahead by a thread (PagedEntries.pages' shape), as the orchestrator's
+    check reads them: the same JSON as the dicts give."""
+    final, args, expected = unpack(archive, tmp_path / "run")
+    planned = [SimpleNamespace(**{"key": None, "version": None, "etype": None, **row}) for row in final.events]
+    final.events = Intended.spill(planned, tmp_path / INTENDED_FILE)
+    assert final.events.path is not None
+    final.stream_entries = _Pages(final.stream_entries)
+    assert as_text(check_run(HistorySource(tmp_path / "run", run=args["run"]), final, **args)) == expected
+
+
+class _Pages:
+    """Stream entries as PagedEntries gives them to the checker: (stream, a page of (entry id,
+    event id) pairs), 3 to a page, read ahead by a thread."""
+
+    def __init__(self, entries: list[dict]) -> None:
+        self.entries = entries
+
+    def pages(self) -> ReadAhead:
+        def paged() -> Iterator[tuple]:
+            for stream, run in groupby(self.entries, key=lambda e: e.get("stream")):
+                pairs = [(e.get("entry_id"), e.get("event_id")) for e in run]
+                for k in range(0, len(pairs), 3):
+                    yield stream, pairs[k:k + 3]
+        return ReadAhead(paged())

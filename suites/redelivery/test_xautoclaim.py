@@ -46,9 +46,9 @@ def test_xautoclaim_cell(cell, chaos_cell) -> None:
             assert measured == expected, (f"run {run}: reordered {measured}, the history's stale created writes "
                                           f"{expected}; {outcome.figures()}")
     outcome.check()
-    held = [(v.get("late_write"), v.get("held")) for r in range(len(outcome.histories))
+    held = [(v.get("late_write"), v.get("held"), v.get("stalled_s")) for r in range(len(outcome.histories))
             for v in outcome.fault_ops(r, "xautoclaim") if v.get("phase") == "stop"]
-    print(f"{cell.test_id}: {outcome.figures()}; late write seen, acks held per run: {held}")
+    print(f"{cell.test_id}: {outcome.figures()}; late write seen, acks held, stalled s per run: {held}")
 
 
 def stale_created_writes(history: list[dict], stalled: str) -> int:

@@ -111,6 +111,10 @@ def test_failpoint_faults_name_their_failpoints() -> None:
     ("xautoclaim:at=time,late_write=1", "drop late_write or use at=before_apply"),
     ("long-job:etype=created,until_claimed=1", "give event_id"),
     ("xautoclaim:at=after_apply_before_ack,late_write=1", "must stall before the apply"),
+    ("delete-consumer:at=before_apply,when=alive", "at=before_apply \\(when=dead\\) waits for the consumer's failpoint"),
+    ("delete-consumer:at=before_apply,after_entries=5", "drop after_entries/at_ms"),
+    ("delete-consumer:at=before_apply,at_ms=100", "drop after_entries/at_ms"),
+    ("delete-consumer:after=3", "after= counts entries at the failpoint of at=before_apply"),
 ])
 def test_a_condition_the_fault_cannot_watch_is_refused(spec: str, fix: str) -> None:
     with pytest.raises(BadArguments, match=fix):
@@ -152,3 +156,13 @@ def test_only_the_fanout_reader_reaches_before_ack() -> None:
     from chaos.workload.failpoints import role_failpoints
     assert "before_ack" in role_failpoints("reader") and "before_apply" in role_failpoints("reader")
     assert "before_ack" not in role_failpoints("consumer")
+
+
+def test_delete_consumer_at_before_apply_stops_its_victim_after_the_given_entries() -> None:
+    """The accepted form of the refusals above: the victim (C1 unless target=) signals at its
+    before_apply failpoint once `after` entries have passed it; at=time asks for no failpoint."""
+    assert get_fault("delete-consumer:at=before_apply,after=5").failpoints() == {
+        "C1": {"before_apply": {"action": "signal", "after": 5, "count": 1}}}
+    assert get_fault("delete-consumer:at=before_apply,target=C3").failpoints() == {
+        "C3": {"before_apply": {"action": "signal", "after": 10, "count": 1}}}
+    assert get_fault("delete-consumer").failpoints() == {}

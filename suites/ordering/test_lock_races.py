@@ -51,7 +51,8 @@ old and new alternating, load 14-34: old 27.5 + 21.0, 29.5 + 22.2 and 33.8 + 23.
 new S4a 280/465 = 60.2 % and 194/465 = 41.7 % (99 % CI down to 36.0 %, wrong in 15 of 15
 runs), S4b 76/135 = 56.3 % and 46/135 = 34.1 % (24.5..66.7 %), old at the same time S4a
 54.8, 50.5 and 38.1 %, S4b 40.0 and 45.2 %; through `python -m chaos run` (5 runs of 31 orders, load
-18-27) S4a at 0.05 26.5 % and 52.3 %, at 0.1 29.7 % and 51.6 %. With one consumer
+18-27) S4a at 0.05 26.5 % and 52.3 %, at 0.1 29.7 % and 51.6 %; S4b with 60 ms between orders
+fell to 13/81 = 16.0 % (the consumers still busy with the previous order), so 80 ms it is. With one consumer
 (`consumers=1`: no race) both tests fail, 0/465 and 0/135: the zero they assert against is
 still reachable. At 0.05 the lock's TTL is 250 ms: a holder stalled past it on a loaded box
 fails its release (0-11 a run of 465 races seen), which these tests do not bound.

@@ -19,7 +19,7 @@ PINNED = "python -m examples.redis_py_pinned"
 AWARE = "python -m examples.redis_py_sentinel"
 
 
-PINNED_WINDOW_S = 2     # the pinned consumer never resumes: any window shows it, the test waits it out
+PINNED_WINDOW_S = 1     # the pinned consumer never resumes: any window shows it, the test waits it out
 AWARE_WINDOW_S = 15     # long enough for a consumer that resumes on a loaded machine
 
 

@@ -427,7 +427,11 @@ _STATUS_VERSION = ["status", "version"]
 def final_state_of(rows: Mapping) -> Mapping[str, dict]:
     """RunResult.final_state: PostgreSQL's rows themselves when they are already keyed by str
     and just (status, version), as chaos.workload.schema reads them (10^6 keys: no second copy)."""
-    if (rows.__class__ is dict or rows.__class__ is FinalRows) and all(
+    if rows.__class__ is FinalRows:   # (its rows are a few shared dicts: each looked at once)
+        if set(map(type, rows.keys_read)) <= {str} and all(
+                len(row) == 2 and list(row) == _STATUS_VERSION for row in dict(zip(map(id, rows.rows), rows.rows)).values()):
+            return rows
+    elif rows.__class__ is dict and all(
             k.__class__ is str and len(row) == 2 and list(row) == _STATUS_VERSION for k, row in rows.items()):
         return rows
     return {str(k): status_version(row) for k, row in rows.items()}

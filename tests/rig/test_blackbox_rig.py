@@ -124,7 +124,8 @@ def run_breaking(tmp_path: Path, config: Path, record: str | None, sig: int = si
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
     thread.join(5)
-    assert victim["pid"], f"nothing was broken; stderr:\n{stderr[-3000:]}"
+    assert victim["pid"], (f"nothing was broken (the CLI exited {proc.returncode} first); "
+                           f"stdout:\n{stdout[-3000:]}\nstderr:\n{stderr[-3000:]}")
     try:
         data = json.loads(stdout)
     except ValueError:

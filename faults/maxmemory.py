@@ -20,6 +20,7 @@ relays them once XADD works again.
 """
 from __future__ import annotations
 
+import threading
 import time
 from typing import Any
 
@@ -30,7 +31,7 @@ from chaos.strategies.plan import PRODUCER
 from chaos.errors import BadArguments
 from faults.effects import PUBLISH_FAILED
 from faults.failover_steps import hold_at_publish
-from faults.helpers import wait_for_entries
+from faults.helpers import arrivals, wait_for_entries
 from faults.interface import FaultContext, FaultError
 from faults.window import WindowFault
 
@@ -93,9 +94,19 @@ class MaxMemory(WindowFault):
                 self.entries_wait_s = time.monotonic() - began
                 self._start(ctx)
             hold_at_publish(ctx, self.wait_ms, cap)
+            if len(ctx.workers(self.publisher)) > 1:    # the others stop there too: resumed as they come
+                threading.Thread(target=self._resume_arrivals, args=(ctx,), daemon=True,
+                                 name="maxmemory-publishers").start()
         elif not self.started and self.after_entries:
             self.entries_wait_s = wait_for_entries(ctx, self.after_entries, self.wait_ms / 1000, self.name)
         super().run(ctx)
+
+    @staticmethod
+    def _resume_arrivals(ctx: FaultContext) -> None:
+        """Resume each other publisher that stops at its before_publish failpoint (the cap is on),
+        until the run stops."""
+        for worker in arrivals(ctx, "before_publish"):
+            ctx.resume(worker)
 
     def window_opens(self, ctx: FaultContext) -> None:
         if self.refused:

@@ -28,9 +28,9 @@ def retention_help() -> str:
             f"(default {d.max_mb:g}), none older than ${Retention.ENV['max_days']} days (default {d.max_days:g})")
 
 
-def add_run_options(p: argparse.ArgumentParser) -> None:
-    """--runs, --seed, --time-scale, --json, --backend, --server, --topology, --run-dir."""
-    p.add_argument("--runs", type=int, default=DEFAULT_RUNS, help=f"runs per cell (default {DEFAULT_RUNS})")
+def add_run_options(p: argparse.ArgumentParser, runs: int = DEFAULT_RUNS) -> None:
+    """--runs (default `runs`), --seed, --time-scale, --json, --backend, --server, --topology, --run-dir."""
+    p.add_argument("--runs", type=int, default=runs, help=f"runs per cell (default {runs})")
     p.add_argument("--seed", type=int, default=0, help="run i uses seed + i (default 0)")
     p.add_argument("--time-scale", type=float, default=1.0,
                    help="multiply every duration (costs, TTLs, backoff, BLOCK, min-idle, faults); >= 0.1 advised")

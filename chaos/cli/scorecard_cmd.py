@@ -35,8 +35,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                    "topology) or a comma list of names or specs, e.g. kill-consumer,pause:duration_ms=3000")
     p.add_argument("--out", default=DEFAULT_OUT, help=f"where index.html, the cell pages and scorecard.json go "
                    f"(default {DEFAULT_OUT})")
-    options.add_run_options(p)
-    p.set_defaults(func=run, runs=1)
+    options.add_run_options(p, runs=1)
+    p.set_defaults(func=run)
 
 
 def _topology(args: argparse.Namespace) -> str:

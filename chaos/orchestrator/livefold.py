@@ -1,8 +1,9 @@
 """The history folded into the checker's state while the run writes it, so that after the
 drain only what the fold has not reached is left to fold (issue 23: the check's share of a run).
 
-`FoldingWatch` is the run's progress watch (chaos.workload.progress) that, after each poll,
-spends up to `BUDGET_S` of CPU time reading the history files a second time, as the check's own pass
+`HistoryFold` is the fold; `FoldingWatch` is the run's progress watch (chaos.workload.progress)
+that holds one and, after each poll or in a thread of its own, spends up to `BUDGET_S` of CPU
+time reading the history files a second time, as the check's own pass
 reads them (`chaos.history.iter_history`: a chunk of the file that has reached the earliest
 time next, ops merged by time, a tie by file name, then line; ack lines left unparsed), and
 folds them into the checker's scan (`chaos.checker._RunScan`) and the work notes
@@ -54,70 +55,52 @@ class _Tail:
         self.unsorted = False
 
 
-class FoldingWatch(ProgressWatch):
-    """A ProgressWatch that folds the run's history behind it (see the module doc).
-    `finish()` (every writer closed) folds the rest and gives the scan, with `notes` fed
-    alongside, or None when the fold was voided (`void` says why)."""
+class HistoryFold:
+    """The run's history folded into the checker's scan while it is written (see the module
+    doc): `step(began)` folds for up to `budget_s` of this thread's CPU time, `folding(wait)`
+    steps until `wait` says stop; `finish()` (every writer closed) folds the rest and gives
+    the scan, with `notes` fed alongside, or None when the fold was voided (`void` says why).
+    Held by the orchestrator's FoldingWatch (in its polls, or a thread of its own); it needs
+    no progress watch (a loop of its own: `folding`, until `wait` says stop)."""
 
     def __init__(self, run_dir: Path, run: int | None = None, lag_s: float = LAG_S,
-                 clock: Callable[[], float] = time.monotonic, budget_s: float = BUDGET_S,
-                 threaded: bool = False) -> None:
-        super().__init__(run_dir)
-        self.run, self.lag_s, self.clock, self.budget_s = run, lag_s, clock, budget_s
-        self.threaded = threaded   # fold in a thread of its own (one more share of the CPU), not in poll
-        self._thread: threading.Thread | None = None
-        self._stop = threading.Event()
+                 clock: Callable[[], float] = time.monotonic, budget_s: float = BUDGET_S) -> None:
+        self.run_dir, self.run, self.lag_s, self.clock, self.budget_s = run_dir, run, lag_s, clock, budget_s
         self.scan: _RunScan | None = _RunScan()
         self.notes = WorkNotes()
         self.void = ""
         self.mark = -INF                      # every op older than this is folded; none newer
         self.tails: dict[str, _Tail] = {}
         self.folded_ops = 0
-        self.fold_cpu_s = 0.0                 # this thread's CPU spent reading and folding
-        self.frozen = False                   # the fold's thread froze the heap (see `_folding`)
+        self.fold_cpu_s = 0.0                 # the folding thread's CPU spent reading and folding
+        self.frozen = False                   # the folding thread froze the heap (see `folding`)
 
-    def poll(self) -> float:
-        began = self.clock()   # (before the files are listed: what a writer stamped before began - lag is in them)
-        last = super().poll()
-        if self.scan is None:
-            return last
-        if not self.threaded:
-            self._step(began)
-        elif self._thread is None:
-            self._thread = threading.Thread(target=self._folding, name="chaos-livefold", daemon=True)
-            self._thread.start()
-        return last
-
-    def _step(self, began: float) -> bool:
+    def step(self, began: float) -> bool:
         """One step of the fold; whether it caught up (every file read to its end)."""
         cpu = time.thread_time()
         caught_up = self._advance(began - self.lag_s, cpu + self.budget_s)
         self.fold_cpu_s += time.thread_time() - cpu
         return caught_up
 
-    def _folding(self) -> None:
-        """The fold's thread: a step (up to `budget_s` of its CPU time), then again, resting
-        POLL_S when it has caught up, until `_halt`. After a step that folded, the heap is
-        frozen (`gc.freeze`): the records live until the check, and the cyclic GC's full
-        passes over them were a fifth of the fold's CPU at 10^6 events (27.4 -> 21.4 s);
-        `_halt` gives them back to it."""
+    def folding(self, wait: Callable[[float], bool]) -> None:
+        """Steps (each up to `budget_s` of CPU time), resting POLL_S when caught up, until
+        `wait(seconds)` says stop. After a step that folded, the heap is frozen (`gc.freeze`):
+        the records live until the check, and the cyclic GC's full passes over them were a
+        fifth of the fold's CPU at 10^6 events (27.4 -> 21.4 s); `thaw` gives them back."""
         try:
-            while not self._stop.is_set() and self.scan is not None:
+            while self.scan is not None:
                 folded = self.folded_ops
-                caught_up = self._step(self.clock())
+                caught_up = self.step(self.clock())
                 if self.folded_ops != folded:
                     gc.freeze()
                     self.frozen = True
-                if caught_up:
-                    self._stop.wait(POLL_S)
+                if wait(POLL_S if caught_up else 0.0):
+                    return
         except Exception as exc:   # noqa: BLE001 - a fold that broke is void: the check scans the files
             self.abandon(f"the fold failed: {type(exc).__name__}: {exc}")
 
-    def _halt(self) -> None:
-        """Stop the fold's thread (it ends its step first)."""
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join()
+    def thaw(self) -> None:
+        """What `folding` froze, the cyclic GC's again."""
         if self.frozen:
             gc.unfreeze()
             self.frozen = False
@@ -240,15 +223,10 @@ class FoldingWatch(ProgressWatch):
             self.void = why
             self.scan, self.tails = None, {}
 
-    def release(self) -> None:
-        self._halt()
-        super().release()
-        self.abandon(self.void or "released")   # (a check that never took the fold does not keep it)
-
     def finish(self) -> _RunScan | None:
         """Fold the rest (call once every writer of the run is closed) and give the scan,
         once; None when the fold was voided."""
-        self._halt()
+        self.thaw()
         if self.scan is None:
             return None
         cpu = time.thread_time()
@@ -258,17 +236,68 @@ class FoldingWatch(ProgressWatch):
         return scan
 
 
+
+
+class FoldingWatch(ProgressWatch):
+    """A ProgressWatch that folds the run's history behind it: `fold` (a HistoryFold), stepped
+    in each poll, or (`threaded`) in a thread of its own, one more share of the CPU."""
+
+    def __init__(self, run_dir: Path, run: int | None = None, lag_s: float = LAG_S,
+                 clock: Callable[[], float] = time.monotonic, budget_s: float = BUDGET_S,
+                 threaded: bool = False) -> None:
+        super().__init__(run_dir)
+        self.fold = HistoryFold(run_dir, run, lag_s, clock, budget_s)
+        self.threaded = threaded
+        self._thread: threading.Thread | None = None
+        self._stop = threading.Event()
+
+    def poll(self) -> float:
+        began = self.fold.clock()   # (before the files are listed: what a writer stamped before began - lag is in them)
+        last = super().poll()
+        if self.fold.scan is None:
+            return last
+        if not self.threaded:
+            self.fold.step(began)
+        elif self._thread is None:
+            self._thread = threading.Thread(target=self.fold.folding, args=(self._stop.wait,),
+                                            name="chaos-livefold", daemon=True)
+            self._thread.start()
+        return last
+
+    @property
+    def notes(self) -> WorkNotes:
+        return self.fold.notes
+
+    def halt(self) -> None:
+        """Stop the fold's thread (it ends its step first)."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        self.fold.thaw()
+
+    def release(self) -> None:
+        self.halt()
+        super().release()
+        self.fold.abandon(self.fold.void or "released")   # (a check that never took the fold does not keep it)
+
+    def finish(self) -> _RunScan | None:
+        """The fold's rest and its scan (HistoryFold.finish), its thread stopped first."""
+        self.halt()
+        return self.fold.finish()
+
+
 class Folded:
     """The fold a check takes once (`check_run(folded=...)`): a second pass, or the same check
     done again, scans the history itself."""
 
-    def __init__(self, watch: Any) -> None:
-        self.watch = watch if isinstance(watch, FoldingWatch) else None
-        self.notes = self.watch.notes if self.watch is not None else WorkNotes()   # (the check's observe)
+    def __init__(self, fold: Any) -> None:
+        """`fold`: a FoldingWatch, a HistoryFold, or anything else (nothing folded: the check scans)."""
+        self.fold = fold if isinstance(fold, (FoldingWatch, HistoryFold)) else None
+        self.notes = self.fold.notes if self.fold is not None else WorkNotes()   # (the check's observe)
 
     def take(self) -> _RunScan | None:
-        watch, self.watch = self.watch, None
-        scan = watch.finish() if watch is not None else None
+        fold, self.fold = self.fold, None
+        scan = fold.finish() if fold is not None else None
         if scan is not None:
             self.notes.finish(scan.events)
         return scan

@@ -90,8 +90,8 @@ def test_the_fold_while_written_gives_the_saved_json(archive: Path, threaded: bo
     final.stream_entries, final.events = iter(final.stream_entries), iter(final.events)
     result, watch, notes = replayed_check(tmp_path / "saved", tmp_path / "live", args, final, threaded=threaded)
     assert watch._thread is None or not watch._thread.is_alive()
-    assert watch.void == "" and watch.folded_ops > 0 and watch.scan is None   # (taken: the check used it)
-    assert all(not tail.ops for tail in watch.tails.values())
+    assert watch.fold.void == "" and watch.fold.folded_ops > 0 and watch.fold.scan is None   # (taken: the check used it)
+    assert all(not tail.ops for tail in watch.fold.tails.values())
     assert as_text(result) == expected
     assert notes.work() == work_metrics(read_history(tmp_path / "live"))[:2]
 
@@ -107,15 +107,15 @@ def test_a_fold_that_falls_behind_reads_in_chunks_and_gives_the_saved_json(
     folds the rest the same way: the saved JSON."""
     monkeypatch.setattr(livefold, "CHUNK_BYTES", 2048)
     final, args, expected = unpack(archive, tmp_path / "saved")
-    read = livefold.FoldingWatch._read
+    read = livefold.HistoryFold._read
     most = [0]
 
     def noted(self, tail, final):
         most[0] = max(most[0], sum(len(t.ops) for t in self.tails.values()))
         return read(self, tail, final)
-    monkeypatch.setattr(livefold.FoldingWatch, "_read", noted)
+    monkeypatch.setattr(livefold.HistoryFold, "_read", noted)
     result, watch, notes = replayed_check(tmp_path / "saved", tmp_path / "live", args, final, budget_s=0.0)
-    assert watch.void == "" and watch.folded_ops > 0
+    assert watch.fold.void == "" and watch.fold.folded_ops > 0
     assert 0 < most[0] < len(read_history(tmp_path / "live")) / 2
     assert as_text(result) == expected
     assert notes.work() == work_metrics(read_history(tmp_path / "live"))[:2]
@@ -131,7 +131,7 @@ def test_a_late_op_voids_the_fold_and_the_check_scans_the_files(tmp_path: Path) 
     op = parse_op(first.read_bytes().splitlines()[0])
     late = json.dumps({**op, "process": "N-late", "time": op["time"] + 0.001}).encode() + b"\n"
     result, watch, notes = replayed_check(tmp_path / "saved", tmp_path / "live", args, final, late=late)
-    assert "came after the fold passed" in watch.void
+    assert "came after the fold passed" in watch.fold.void
     live = read_history(tmp_path / "live", run=args["run"])
     assert len(live) == len(read_history(tmp_path / "saved")) + 1
     assert as_text(result) == as_text(check_run(live, final, **args))
@@ -149,7 +149,7 @@ def test_a_file_out_of_time_order_is_folded_in_the_checks_order(tmp_path: Path) 
     lines[100], lines[101] = lines[101], lines[100]
     path.write_bytes(b"".join(lines))
     result, watch, _ = replayed_check(tmp_path / "saved", tmp_path / "live", args, final)
-    assert watch.void == "" or "came after the fold passed" in watch.void
+    assert watch.fold.void == "" or "came after the fold passed" in watch.fold.void
     assert as_text(result) == expected
 
 
@@ -164,11 +164,11 @@ def test_the_folds_thread_freezes_what_it_folded_and_gives_it_back_to_the_gc(tmp
     watch = FoldingWatch(tmp_path / "live", run=args["run"], clock=lambda: float("inf"), threaded=True)
     watch.poll()
     deadline = time.monotonic() + 30
-    while not watch.frozen and time.monotonic() < deadline:
+    while not watch.fold.frozen and time.monotonic() < deadline:
         time.sleep(0.01)
-    assert watch.frozen and watch.folded_ops > 0 and gc.get_freeze_count() > before
+    assert watch.fold.frozen and watch.fold.folded_ops > 0 and gc.get_freeze_count() > before
     folded = Folded(watch)
     result = check_run(HistorySource(tmp_path / "live", run=args["run"]).without(NOT_READ), final,
                        observe=folded.notes.observe, folded=folded, **args)
-    assert not watch.frozen and gc.get_freeze_count() == before
-    assert watch.void == "" and as_text(result) == expected
+    assert not watch.fold.frozen and gc.get_freeze_count() == before
+    assert watch.fold.void == "" and as_text(result) == expected

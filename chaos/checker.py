@@ -81,7 +81,7 @@ class _RunScan:
         events = self.events   # (its columns, read and written by row: chaos/checkstore.py)
         index, add, where, keys, versions = events.index, events.add, events.where, events.keys, events.version
         # (bound once per batch, not looked up per op: 5 x 10^6 ops at 10^6 events)
-        learn, add_entry, deliveries = events.learn, events.add_entry, events.deliveries
+        learn, add_entry, deliveries = events.learn_fields, events.add_entry, events.deliveries
         publishing, applying, invoked, apply = self.publishing, self.applying, self.invoked, self._apply
         for op in history:
             f = op["f"]
@@ -94,7 +94,7 @@ class _RunScan:
                 if i is None:
                     i = add(eid)
                 if keys[i] is None or versions[i] == ASIDE:
-                    learn(i, op)
+                    learn(i, op.get("key"), op.get("version"), op.get("etype"))
                 if f == "deliver":
                     if kind == "ok":
                         deliveries[i] += 1

@@ -449,6 +449,7 @@ def absorb_final(events: _Events, final: FinalState) -> int:
     index, add, where, keys, versions, etypes = (events.index, events.add, events.where, events.keys, events.version,
                                                  events.etype)
     learn, add_entry = events.learn_fields, events.add_entry   # (bound once: 10^6 intended events and as many entries)
+    stream_pages = _entry_pages(final.stream_entries)   # (PagedEntries: its first pages come in meanwhile)
     for eid, key, version, etype in _intended_tuples(final.events):
         if eid is not None:
             i = index.get(eid)
@@ -462,8 +463,9 @@ def absorb_final(events: _Events, final: FinalState) -> int:
             intended += not w & INTENDED
             where[i] = w | INTENDED
     entry_of, stream_of, table = events.entry, events.stream, events.table
-    for flag, source in ((IN_STREAM, final.stream_entries), (PENDING, final.pending), (UNDELIVERED, final.undelivered)):
-        for stream, page in _entry_pages(source):
+    for flag, pages in ((IN_STREAM, stream_pages), (PENDING, _entry_pages(final.pending)),
+                        (UNDELIVERED, _entry_pages(final.undelivered))):
+        for stream, page in pages:
             for entry_id, eid in page:
                 if eid is not None:
                     i = index.get(eid)

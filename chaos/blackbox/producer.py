@@ -31,7 +31,7 @@ class FrameworkProducer:
         self.cluster, self.config, self.run_dir, self.scale, self.seed = cluster, config, run_dir, time_scale, seed
         self.proc: Any = None
 
-    def start(self, events: list[Any]) -> None:
+    def start(self, events: list[Any], failpoints: dict[str, dict] | None = None) -> None:
         links = self.cluster.worker_links(PRODUCER)
         # No "t0": the producer's schedule starts when its interpreter is ready (a shared t0
         # in the past would fire every retry at once); the faults start at its first publish.
@@ -39,7 +39,7 @@ class FrameworkProducer:
         spec = WorkerSpec(
             name=PRODUCER, role="producer", run_dir=str(self.run_dir), time_scale=self.scale, seed=self.seed,
             redis_url=links.redis_url, pg_dsn=links.pg_dsn, sentinels=tuple(getattr(links, "sentinels", ())),
-            master_name=getattr(links, "master_name", ""),
+            master_name=getattr(links, "master_name", ""), failpoints=dict(failpoints or {}),
             role_spec={"producer": {"name": "retrying", "params": {}},
                        "events": [e.routed(cfg.worker.stream).to_dict() for e in events],
                        "encoder": {"format": cfg.encoder.format, "fields": cfg.encoder.fields,
@@ -51,6 +51,11 @@ class FrameworkProducer:
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))}
         self.proc = spawner.spawn([sys.executable, "-m", "chaos.workload.worker", str(path)],
                                   log=self.run_dir / f"{PRODUCER}.log", env=env)
+
+    def handle(self) -> Any:
+        """The running producer as a fault's WorkerHandle (a failpoint's resume SIGCONTs it)."""
+        from faults.local import ProcessHandle
+        return ProcessHandle(PRODUCER, self.proc)
 
     def wait_first_publish(self, check_rig: Callable[[], None], timeout_s: float = 30.0) -> None:
         """Until the producer wrote its first op: a slow interpreter start must not let a

@@ -55,6 +55,7 @@ from chaos.orchestrator.rigwatch import RigWatch, spared_by
 from chaos.orchestrator.workers import RunAborted
 from chaos.cluster.rundirs import runs_dir
 from chaos.history import read_history
+from chaos.workload.failpoints import PRODUCER_FAILPOINTS
 from faults.interface import Plan
 
 
@@ -120,7 +121,7 @@ def load_faults(specs: Sequence[Spec], workers: list[str]) -> list[Any]:
     from faults.registry import make_fault
 
     plan = Plan(roles={"consumer": workers, "producer": [PRODUCER]},
-                failpoints={"consumer": set(), "producer": set()})
+                failpoints={"consumer": set(), "producer": set(PRODUCER_FAILPOINTS)})
     out = []
     for spec in specs:
         fault = make_fault(spec)
@@ -132,6 +133,14 @@ def load_faults(specs: Sequence[Spec], workers: list[str]) -> list[Any]:
             raise BadArguments(f"{exc}. A black-box worker carries no failpoints: act from outside, "
                                f"e.g. --fault {fault.name}:at=time") from None
         out.append(fault)
+    return out
+
+
+def producer_failpoints(faults: Sequence[Any]) -> dict[str, dict]:
+    """The failpoints the faults arm in the framework producer (the only process that has any)."""
+    out: dict[str, dict] = {}
+    for fault in faults:
+        out.update(fault.failpoints().get(PRODUCER, {}))
     return out
 
 
@@ -147,7 +156,7 @@ class _Run:
                  run: int, seed: int, time_scale: float, run_dir: Path, log: Callable[[str], None],
                  trace: Callable[[str], None] | None = None, cwd: Path | None = None,
                  reset_topology: bool = True) -> None:
-        from faults.local import LocalContext
+        from chaos.blackbox.faultcontext import BlackBoxContext
 
         self.cluster, self.argv, self.config = cluster, argv, config
         self.fault_specs, self.run, self.seed, self.scale = fault_specs, run, seed, time_scale
@@ -161,7 +170,7 @@ class _Run:
         self.before: Any = None                 # the user's schema, fingerprinted before the triggers
         self.faults = load_faults(fault_specs, [f"C{i}" for i in range(1, config.worker.processes + 1)])
         self.rig = RigWatch(cluster, spared_by(self.faults), run_dir, name=f"blackbox-rig-watch-{run}")
-        self.ctx = LocalContext(cluster, seed=seed, time_scale=time_scale, roles={"consumer": []})
+        self.ctx = BlackBoxContext(cluster, seed=seed, time_scale=time_scale, roles={"consumer": []}, run_dir=run_dir)
         self.schedule = FaultSchedule(self.ctx, lambda fault, exc: self.reasons.append(failure_text(fault, exc)))
         self.events: list[Any] = []
         self.poison: list[Any] = []
@@ -265,7 +274,8 @@ class _Run:
             raise RunAborted(self.unstarted) from exc
         self.log(f"run {self.run}: {len(self.pool.workers)} worker(s) connected; publishing {len(events)} events")
         self.ctx.roles["consumer"] = self.pool.workers
-        self.producer.start(events + self.poison)
+        self.producer.start(events + self.poison, producer_failpoints(self.faults))
+        self.ctx.producer = self.producer.handle()
         self.producer.wait_first_publish(self._check_rig)   # fault times count from the workload's real t=0
         self.t0 = time.monotonic()                          # the trace counts from here too
         try:

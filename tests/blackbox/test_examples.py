@@ -21,6 +21,14 @@ FASTSTREAM = ("python -m examples.faststream_orders", "examples/faststream_order
 # mid-backlog, while the victim holds entries it read (not at a time, which can fall between a
 # batch's last write and the next read, where the ack-first consumer loses nothing)
 KILL = "kill-consumer:at=holding"
+# The failover's hold goes on halfway through the burst, as at_ms=200 of the docs table meant, but
+# on the producer's progress: stopped at its before_publish failpoint after 100 publishes, the hold
+# put on, resumed (a loaded machine finished the whole burst before a timed hold: the failover then
+# took back only reads, which the black box cannot see, and the test failed). The kill waits, the
+# link still held, until an entry the primary acknowledged is there that neither the replica nor
+# any consumer has (`until=unread`): the loss the rows below need. A run whose hold never saw one
+# is unknown (skipped), not a failure.
+FAILOVER = "promote-replica:at=before_publish,after_entries=100,hold_ms=300,until=unread,until_ms=3000"
 # The library rows under the stall, the failover and the blip (6 cells, 2.5-3 CPU s each: two
 # library processes importing taskiq or FastStream, a PostgreSQL connection per job) run in the
 # nightly (`CHAOS_NIGHTLY=1`). CI keeps tests that fail for the same bugs: the same three faults
@@ -111,15 +119,15 @@ def test_ack_after_processing_loses_nothing_when_a_worker_is_killed(blackbox, co
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("fault", ["xautoclaim:at=time,at_ms=200", "promote-replica:at_ms=200,hold_ms=300",
+@pytest.mark.parametrize("fault", ["xautoclaim:at=time,at_ms=200", FAILOVER,
                                    "publish-blip"], ids=["xautoclaim", "promote-replica", "publish-blip"])
 @pytest.mark.parametrize("command, config", [
     pytest.param(*ACK_FIRST, id="ack-first"), pytest.param(*CAS, id="cas"),
     pytest.param(*TASKIQ, id="taskiq", marks=LIBRARY_ROW_NIGHTLY),
     pytest.param(*FASTSTREAM, id="faststream", marks=LIBRARY_ROW_NIGHTLY)])
 def test_each_example_under_each_fault(blackbox, command, config, fault) -> None:
-    """Every cell of the docs table is measured (the library rows in the nightly), the fault is
-    shown to have fired, and what holds for every consumer holds: a stalled worker or a producer
+    """Every cell of the docs table is measured (the library rows in the nightly; the failover's
+    kill waits for a loss to take back: FAILOVER), the fault is shown to have fired, and what holds for every consumer holds: a stalled worker or a producer
     blip loses nothing (the retrying producer gets every event in; a stall loses no acked work)."""
     name = fault.partition(":")[0]
     # Liveness is promised for a stall and a blip; after a failover taskiq-redis may leave a
@@ -134,11 +142,19 @@ def test_each_example_under_each_fault(blackbox, command, config, fault) -> None
         assert any(v.get("failed_over") for v in fault_ops(cell, name))
         assert cell.count("published") > 0
         if (command, config) in (ACK_FIRST, CAS):
-            # The failover reaches the consumer: events the old primary acknowledged while
-            # replication was held are gone (lost, or for CAS hidden behind a newer version:
-            # superseded_unobserved), or entries it had processed come back (redelivered).
-            # Which one depends on how far the consumer was behind at the kill.
-            seen = cell.count("lost") + cell.count("superseded_unobserved") + cell.count("redelivered")
-            assert seen > 0, f"the failover left no trace in what the consumer did: {figures(cell)}"
+            # The failover reaches the consumer: the entries the old primary acknowledged that
+            # neither the replica nor a consumer had when it was killed (the kill op's
+            # took_back) are gone: lost, or for CAS hidden behind a newer version
+            # (superseded_unobserved). (Entries it had read come back too, but deliveries are
+            # not observable from outside.) A hold that never saw one tested nothing: unknown.
+            (kill,) = [v for v in fault_ops(cell, name) if v.get("step") == "kill"]
+            took = kill.get("took_back") or {}
+            print(f"kill: took_back={took}, met={kill.get('met')}, until_wait_s={kill.get('until_wait_s')}")
+            if not took.get("unread"):
+                pytest.skip(f"unknown: in {kill.get('until_wait_s')} s of hold no entry was acknowledged that "
+                            f"the replica and every consumer lacked (took_back {took}): nothing for the "
+                            f"failover to lose")
+            seen = cell.count("lost") + cell.count("superseded_unobserved")
+            assert seen > 0, f"the failover left no trace in what the consumer did: {figures(cell)}, kill {kill}"
     else:  # under heavy load a publish may fail all three attempts: judged on what was published
         assert cell.count("lost") == 0 and cell.count("published") > 0

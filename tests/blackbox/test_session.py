@@ -85,12 +85,15 @@ def test_cli_exit_code_2_for_an_unknown_verdict(tmp_path: Path, capsys) -> None:
 
 def test_drain_waits_for_a_slow_worker_that_keeps_acking(cluster) -> None:
     """A worker slower than drain_s but still acking is not cut off: drain_s bounds a drain
-    without progress, not a loaded machine's slow recovery."""
-    slow = {**CONFIG, "worker": {**CONFIG["worker"], "processes": 1, "drain_s": 1,
-                                 "env": {"ORDERS_WORK_MS": "300", "ORDERS_IDLE_TIMEOUT_MS": "60000"}},
+    without progress, not a loaded machine's slow recovery. (A 200 ms job, a 2 s window: one
+    job's wall time must stay well under the window; at load ~15 the gap between two jobs'
+    writes was up to 0.95 s with 300 ms jobs, 1.22 s with 200 ms, against the old 1 s window.)"""
+    slow = {**CONFIG, "worker": {**CONFIG["worker"], "processes": 1, "drain_s": 2,
+                                 "env": {"ORDERS_WORK_MS": "200", "ORDERS_IDLE_TIMEOUT_MS": "60000"}},
+            "workload": {"keys": 10},
             "encoder": {"format": "plain", "fields": {"order_id": "key", "status": "etype", "version": "version",
                                                       "event_id": "event_id"}}}
     cell = run_blackbox(cluster, f"{sys.executable} -m examples.redis_py_cas", parse_config(slow), reset=False,
                         cwd=ROOT)
-    assert cell.count("published") == 10           # 10 jobs x 300 ms: about 3 s, three drain_s
+    assert cell.count("published") == 20           # 20 jobs x 200 ms: about 4 s, two drain_s
     assert cell.count("pending_left") == 0 and cell.count("undelivered") == 0 and cell.count("lost") == 0

@@ -6,6 +6,7 @@ relies on the history).
 """
 from __future__ import annotations
 
+import ctypes
 import pickle
 import queue
 import threading
@@ -83,11 +84,15 @@ INTENDED_FILE = ".intended.pickle"   # where the orchestrator's check spills the
 
 
 class PagedEntries:
-    """The entries of `streams` as FinalState.stream_entries dicts, read PAGE at a time each
-    time it is iterated (a Redis error then is the caller's, as a read's would be)."""
+    """The entries of `streams` as FinalState.stream_entries dicts, read PAGE at a time (a Redis
+    error then is the caller's, as a read's would be). The first pass is read from the moment
+    this is made, by a thread of its own (the checker folds the rest of the history meanwhile),
+    each page held as two joined strs (~27 B an entry: 10^6 entries, ~27 MB); a second pass
+    reads the streams again."""
 
     def __init__(self, r: redis.Redis, streams: list[str]) -> None:
         self.r, self.streams = r, streams
+        self._first: ReadAhead | None = ReadAhead(self._joined(), depth=0)
 
     def __iter__(self) -> Iterator[dict]:
         for stream, page in self.pages():
@@ -96,10 +101,28 @@ class PagedEntries:
 
     def pages(self) -> Iterator[tuple[str, list[tuple[str, str | None]]]]:
         """(stream, a page of its (entry id, event id) pairs), in stream order: the checker's
-        pass (no dict per entry). The pages are read AHEAD pages ahead by a thread of their own,
-        so Redis reads the next while the caller folds this one (at 10^6 entries and load 20 the
-        check waited 6.6 s on them, for 0.35 s of its own CPU)."""
-        return ReadAhead((stream, page) for stream in self.streams for page in _pages(self.r, stream, "-"))
+        pass (no dict per entry). At 10^6 entries and load 15-30 the check waited 6.6-10 s on
+        Redis for them, for 0.35 s of its own CPU."""
+        first, self._first = self._first, None
+        ahead = first if first is not None else ReadAhead(self._joined())
+        return self._pairs(ahead)
+
+    def _pairs(self, ahead: ReadAhead) -> Iterator[tuple[str, list[tuple[str, str | None]]]]:
+        for stream, page in ahead:
+            yield stream, self._split(stream, page)
+        give_back()   # (the pages' strs were freed one by one into the C heap: its free pages back)
+
+    def _joined(self) -> Iterator[tuple[str, tuple[int, str, str]]]:
+        for stream in self.streams:
+            for page in _joined_pages(self.r, stream):
+                yield stream, page
+
+    def _split(self, stream: str, page: tuple[int, str, str]) -> list[tuple[str, str | None]]:
+        n, ids, events = page
+        ids_read, events_read = ids.split("\n"), events.split("\n")
+        if len(events_read) != n:   # (an event id holding the separator: the page read entry by entry)
+            return next(_pages(self.r, stream, ids_read[0], n))
+        return [(eid, event or None) for eid, event in zip(ids_read, events_read)]
 
 
 class PagedProjection:
@@ -174,7 +197,19 @@ class Intended:
             self.path.unlink(missing_ok=True)
 
 
-AHEAD = 2   # pages a ReadAhead holds ready, at most (a page of 10^4 entries: ~1.7 MB)
+_LIBC = ctypes.CDLL(None)
+
+
+def give_back() -> None:
+    """The C heap's free pages handed back to the system (glibc's malloc_trim; elsewhere nothing):
+    a whole stream's pages, read before the checker folds them (~27 MB at 10^6 entries), are
+    freed into the heap as they are folded, and the counting that follows would peak on top."""
+    trim = getattr(_LIBC, "malloc_trim", None)
+    if trim is not None:
+        trim(0)
+
+
+AHEAD = 2   # pages a ReadAhead holds ready, at most (a page of 10^4 entries: ~1.7 MB); 0: no bound
 _END = object()
 
 
@@ -247,15 +282,40 @@ end
 return out"""
 
 
-def _pages(r: redis.Redis, stream: str, start: str) -> Iterator[list[tuple[str, str | None]]]:
+def _pages(r: redis.Redis, stream: str, start: str, count: int = PAGE) -> Iterator[list[tuple[str, str | None]]]:
     while True:
-        flat = r.eval(_PAGE_EVENTS, 1, stream, start, PAGE)
+        flat = r.eval(_PAGE_EVENTS, 1, stream, start, count)
         page = [(eid, event or None) for eid, event in zip(flat[::2], flat[1::2])]
         if page:
             yield page
-        if len(page) < PAGE:
+        if len(page) < count:
             return
         start = f"({page[-1][0]}"
+
+
+# `_PAGE_EVENTS`' page as (entries, their ids joined by newlines, their event ids so joined, '' for
+# none): two strs a page, not two per entry (PagedEntries holds a whole stream so).
+_JOINED_PAGE = """local ids, events, n = {}, {}, 0
+for _, entry in ipairs(redis.call('XRANGE', KEYS[1], ARGV[1], '+', 'COUNT', ARGV[2])) do
+  local fields, event = entry[2], ''
+  for i = 1, #fields, 2 do
+    if fields[i] == 'event_id' then event = fields[i + 1] break end
+  end
+  n = n + 1
+  ids[n], events[n] = entry[1], event
+end
+return {n, table.concat(ids, '\\n'), table.concat(events, '\\n')}"""
+
+
+def _joined_pages(r: redis.Redis, stream: str) -> Iterator[tuple[int, str, str]]:
+    start = "-"
+    while True:
+        n, ids, events = r.eval(_JOINED_PAGE, 1, stream, start, PAGE)
+        if n:
+            yield n, ids, events
+        if n < PAGE:
+            return
+        start = f"({ids.rpartition(chr(10))[2]}"
 
 
 def _events_of(r: redis.Redis, stream: str, ids: list[str]) -> dict[str, str | None]:

@@ -2,7 +2,6 @@
 run measured beside the counts (metrics, the faults' phases, notes, the trace)."""
 from __future__ import annotations
 
-import ctypes
 import time
 from collections.abc import Iterable, Sequence
 from functools import partial
@@ -18,7 +17,7 @@ from chaos.orchestrator.rigwatch import RIG_ERRORS
 from chaos.orchestrator.run import Run
 from chaos.results import Counts, FinalState, RunMetrics, RunResult
 from chaos.strategies.delivery.base import GROUP
-from chaos.workload.final_state import Intended, read_final_state
+from chaos.workload.final_state import Intended, give_back, read_final_state
 from faults.effects import missing as missing_effect
 
 
@@ -66,19 +65,6 @@ def check(run: Run, events: list[Event] | Intended, faults: Sequence[Any] = ()) 
         result.unknown_reasons.append(unread)
     give_back()   # (the checker's records: the next run of the cell starts from what is left)
     return result, history, notes
-
-
-_LIBC = ctypes.CDLL(None)
-
-
-def give_back() -> None:
-    """Hand the free pages of the C heap back to the system (glibc's malloc_trim; a few ms). A
-    run of 10^6 events frees hundreds of MB in blocks the allocator keeps for reuse: a later
-    run (the next of a cell, or a larger one, as bench/load_bench.py's growth runs them) began
-    on top of them, 90 -> 167 MB after a run of 10^5 events, 139 MB trimmed. Elsewhere, nothing."""
-    trim = getattr(_LIBC, "malloc_trim", None)
-    if trim is not None:
-        trim(0)
 
 
 def missed_effects(faults: Sequence[Any], history: Iterable[dict]) -> list[str]:

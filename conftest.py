@@ -93,7 +93,7 @@ LONG_TESTS = {
     "suites/producer/test_publish_blip.py::test_publish_blip_cell[": 5.0,
     "tests/workload/test_drain_keeps_hands.py::test_a_claimed_page_is_not_claimed_again": 5.0,
     "tests/proxy/test_proxy_robustness.py::test_no_fd_or_task_leak_after_10000_short_connections": 5.0,
-    "tests/blackbox/test_session.py::test_drain_waits_for_a_slow_worker": 5.0,
+    "tests/blackbox/test_session.py::test_drain_waits_for_a_slow_worker": 6.0,
     "tests/proxy/test_proxy_client_compat.py::test_create_toxic_disable_destroy_through_toxiproxy_python": 4.5,
     "suites/sentinel/test_sentinel_failover.py::test_a_failover_after_the_workload_ended": 4.5,
     "tests/report/test_allure_cell.py::test_history_id_does_not_depend_on_the_seed": 4.5,

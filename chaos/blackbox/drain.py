@@ -2,7 +2,11 @@
 from outside, through the run's one wait (chaos/orchestrator/wait.py).
 
 Progress is a new low of pending + undelivered entries. The drain ends settled when nothing
-is pending or undelivered and no new effect came for SETTLE_S, with nobody left when every
+is pending or undelivered, no new effect came for SETTLE_S, and every live worker's consumer
+has asked the group for work since the last new effect (or is blocked waiting for it): an
+ack-first consumer holds entries it acknowledged and has not written until it comes back, and
+a loaded machine (or a stall's SIGSTOP) can make it write nothing for longer than SETTLE_S
+(counted as lost, it had not lost them). With nobody left when every
 worker is gone, and gives up (what is left is then counted as pending_left) only when the
 workers stop making progress: no new low for drain_s. A loaded machine slows a recovering
 worker down; a fixed budget would count its still shrinking backlog as left behind."""
@@ -25,8 +29,9 @@ class DrainProgress:
     A new low of the backlog is a useful op; `progress_at` is the last new effect or new low
     (None if none), `drained_at` the last look."""
 
-    def __init__(self, read_outstanding: Callable[[], int | None], count_effects: Callable[[], int]) -> None:
-        self.read_outstanding, self.count_effects = read_outstanding, count_effects
+    def __init__(self, read_outstanding: Callable[[], int | None], count_effects: Callable[[], int],
+                 read_busy: Callable[[float], list[str]] = lambda quiet_s: []) -> None:
+        self.read_outstanding, self.count_effects, self.read_busy = read_outstanding, count_effects, read_busy
         now = time.monotonic()
         self.seen, self.still_since = -1, now
         self.least: int | None = None
@@ -62,7 +67,8 @@ def drain(progress: DrainProgress, anyone_alive: Callable[[], bool], window_s: f
     def done() -> bool:
         nonlocal end
         now = progress.drained_at
-        if now - progress.still_since >= SETTLE_S and not progress.outstanding:
+        quiet_s = now - progress.still_since
+        if quiet_s >= SETTLE_S and not progress.outstanding and not progress.read_busy(quiet_s):
             end = SETTLED
             return True
         if now - progress.last_useful < window_s and not anyone_alive():

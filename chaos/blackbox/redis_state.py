@@ -75,6 +75,27 @@ def outstanding(r: Any, stream: str, group: str) -> int:
     return int(info["pending"]) + len(r.xrange(stream, min=f"({last}", max="+"))
 
 
+def busy_consumers(r: Any, stream: str, group: str, names: list[str], quiet_ms: int) -> list[str]:
+    """The consumers among `names` that have not asked the group for work for `quiet_ms` and
+    cannot all be blocked in XREADGROUP now: each of them may hold entries it read (and, an
+    ack-first consumer, acknowledged) and has not written yet. A consumer the group does not
+    know by one of `names` (a library naming its own) is passed over.
+
+    XINFO CONSUMERS' `idle` is the time since the consumer's last read or claim. A consumer
+    blocked in XREADGROUP is waiting for work, not holding any, and its `idle` grows too (with
+    BLOCK 0 for good), so the blocked clients (CLIENT LIST: flag b, command xreadgroup) are
+    counted first against the consumers that did come back, and only what is left of them
+    against the lagging ones: with fewer left than lagging consumers, one of those is busy."""
+    idle = {_text(c["name"]): int(c["idle"]) for c in r.xinfo_consumers(stream, group)}
+    lagging = [n for n in names if idle.get(n, -1) > quiet_ms]
+    if not lagging:
+        return []
+    blocked = sum(1 for c in r.client_list()
+                  if "b" in _text(c.get("flags", "")) and _text(c.get("cmd", "")).startswith("xreadgroup"))
+    came_back = sum(1 for n in names if 0 <= idle.get(n, -1) <= quiet_ms)
+    return lagging if len(lagging) > max(0, blocked - came_back) else []
+
+
 def _after(entry_id: str, last: str) -> bool:
     a, b = (tuple(int(x) for x in i.split("-")) for i in (entry_id, last))
     return a > b

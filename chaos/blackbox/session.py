@@ -27,6 +27,7 @@ import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import Any, Callable
 
@@ -39,7 +40,7 @@ from chaos.blackbox.effects import EffectRecorder, schema_fingerprint
 from chaos.blackbox.errors import ConfigError, WorkerError
 from chaos.blackbox.events import intended_events, poison_events
 from chaos.blackbox.producer import PRODUCER, FrameworkProducer
-from chaos.blackbox.redis_state import StreamState, outstanding, read_stream_state
+from chaos.blackbox.redis_state import StreamState, busy_consumers, outstanding, read_stream_state
 from chaos.blackbox.verdict import (OBSERVER, BlackBoxRun, check_blackbox_run, final_rows,
                                     wall_to_monotonic)
 from chaos.blackbox.workers import WorkerPool, parse_command
@@ -377,7 +378,8 @@ class _Run:
         """The drain (chaos/blackbox/drain.py); sets ``drain_end`` (why it ended), ``progress_at``
         (the last new effect or new low seen, None if none) and ``drained_at``; the state it
         ended on (the judge's fallback if Redis does not answer then)."""
-        progress = DrainProgress(self._outstanding, self.recorder.count)
+        progress = DrainProgress(self._outstanding, self.recorder.count,
+                                 partial(busy_workers, self.cluster, self.config, self.pool.workers))
         self.drain_end = drain(progress, lambda: any(w.alive() for w in self.pool.workers),
                                self.config.worker.drain_s, self._check_rig)
         self.progress_at, self.drained_at = progress.progress_at, progress.drained_at
@@ -387,6 +389,17 @@ class _Run:
         self.producer.stop()
         if self.pool is not None:
             self.pool.stop()
+
+
+def busy_workers(cluster: Any, config: WorkerConfig, workers: list[Any], quiet_s: float) -> list[str]:
+    """Live workers whose consumer has not come back for work for quiet_s (redis_state.busy_consumers;
+    [] when Redis does not answer: the drain then settles as it would have)."""
+    names = [w.name for w in workers if w.alive()]
+    try:
+        with raw_redis(cluster) as r:
+            return busy_consumers(r, config.worker.stream, config.worker.group, names, int(quiet_s * 1000))
+    except Exception:  # noqa: BLE001 - Redis unreachable for a moment, or the group gone
+        return []
 
 
 def keep_observations(run_dir: Path, effects: list[Any], rows: dict[str, dict]) -> None:

@@ -129,10 +129,11 @@ GROUP_LOSS: list[Cell] = [
 ]
 
 # -- delete-consumer ----------------------------------------------------------------------
-# both consumers always hold one entry: a job (40 ms, 20 after CI's 0.5 scale) outlasts the gap between
-# two publishes; at 60 ms the survivor only worked longer after the kill or deletion (same figures: 4 runs
-# each, pel-dropped 1 a run, lost 0 without the deletion and while alive; -3 s a CI session)
-BUSY = "many-orders:keys=10,events=5,gap_ms=20,cost_ms=40"
+# both consumers always hold one entry: a job (60 ms, 30 after CI's 0.5 scale) outlasts the gap between
+# two publishes. At 40 ms a loaded run (two CPU hogs, load 10-12) left C1 short of the 10 entries
+# before its failpoint in both at=before_apply cells (the fault never fired): the slower job keeps
+# the survivor from working the stream off alone
+BUSY = "many-orders:keys=10,events=5,gap_ms=20,cost_ms=60"
 DELETE_DEAD = "delete-consumer:target=C1,at=before_apply,after=10"
 DELETE_ALIVE = "delete-consumer:when=alive,target=C1,after_entries=10,at_ms=0"
 PEL_DROPPED = satisfies(lambda c: c.counts.lost >= 1 and _kind(c, "pel-dropped") == c.counts.lost,

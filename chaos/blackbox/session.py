@@ -53,7 +53,7 @@ from chaos.orchestrator.sequence import run_phases
 from chaos.orchestrator.faultthreads import RIG_JOIN_S, FaultSchedule, failure_text, heal_bound_s
 from chaos.orchestrator.phaseclock import PhaseClock
 from chaos.orchestrator.rigwatch import RigWatch, spared_by
-from chaos.orchestrator.workers import RunAborted
+from chaos.orchestrator.workers import RunAborted, merge_failpoints
 from chaos.cluster.rundirs import runs_dir
 from chaos.history import read_history
 from chaos.workload.failpoints import PRODUCER_FAILPOINTS
@@ -139,10 +139,7 @@ def load_faults(specs: Sequence[Spec], workers: list[str]) -> list[Any]:
 
 def producer_failpoints(faults: Sequence[Any]) -> dict[str, dict]:
     """The failpoints the faults arm in the framework producer (the only process that has any)."""
-    out: dict[str, dict] = {}
-    for fault in faults:
-        out.update(fault.failpoints().get(PRODUCER, {}))
-    return out
+    return merge_failpoints([fault.failpoints() for fault in faults], {PRODUCER})
 
 
 class _Run:

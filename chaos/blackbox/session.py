@@ -362,23 +362,25 @@ class _Run:
                 self.reasons.append(f"could not read the final Redis state: {exc}")
             return None
 
-    def _outstanding(self) -> int | None:
-        """Entries pending or undelivered now (None: Redis did not answer)."""
+    def _outstanding(self, r: redis.Redis) -> int | None:
+        """Entries pending or undelivered now, read with the drain's client (None: Redis did not answer)."""
         cfg = self.config
         try:
-            with raw_redis(self.cluster) as r:
-                return outstanding(r, cfg.worker.stream, cfg.worker.group)
+            return outstanding(r, cfg.worker.stream, cfg.worker.group)
         except Exception:  # noqa: BLE001 - Redis unreachable for a moment: the last count stands
             return None
 
     def _drain(self, events: list[Any]) -> StreamState:
         """The drain (chaos/blackbox/drain.py); sets ``drain_end`` (why it ended), ``progress_at``
         (the last new effect or new low seen, None if none) and ``drained_at``; the state it
-        ended on (the judge's fallback if Redis does not answer then)."""
-        progress = DrainProgress(self._outstanding, self.recorder.count,
-                                 partial(busy_workers, self.cluster, self.config, self.pool.workers))
-        self.drain_end = drain(progress, lambda: any(w.alive() for w in self.pool.workers),
-                               self.config.worker.drain_s, self._check_rig)
+        ended on (the judge's fallback if Redis does not answer then). Its looks (every ROUND_S)
+        share one client on the primary (the faults are healed: it does not move), which
+        reconnects by itself after an error."""
+        with raw_redis(self.cluster) as r:
+            progress = DrainProgress(partial(self._outstanding, r), self.recorder.count,
+                                     partial(busy_workers, r, self.config, self.pool.workers))
+            self.drain_end = drain(progress, lambda: any(w.alive() for w in self.pool.workers),
+                                   self.config.worker.drain_s, self._check_rig)
         self.progress_at, self.drained_at = progress.progress_at, progress.drained_at
         return self._stream_state(events, final=False) or StreamState()
 
@@ -388,13 +390,12 @@ class _Run:
             self.pool.stop()
 
 
-def busy_workers(cluster: Any, config: WorkerConfig, workers: list[Any], quiet_s: float) -> list[str]:
-    """Live workers whose consumer has not come back for work for quiet_s (redis_state.busy_consumers;
-    [] when Redis does not answer: the drain then settles as it would have)."""
+def busy_workers(r: redis.Redis, config: WorkerConfig, workers: list[Any], quiet_s: float) -> list[str]:
+    """Live workers whose consumer has not come back for work for quiet_s (redis_state.busy_consumers,
+    read with the drain's client `r`; [] when Redis does not answer: the drain then settles as it would have)."""
     names = [w.name for w in workers if w.alive()]
     try:
-        with raw_redis(cluster) as r:
-            return busy_consumers(r, config.worker.stream, config.worker.group, names, int(quiet_s * 1000))
+        return busy_consumers(r, config.worker.stream, config.worker.group, names, int(quiet_s * 1000))
     except Exception:  # noqa: BLE001 - Redis unreachable for a moment, or the group gone
         return []
 

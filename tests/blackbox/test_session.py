@@ -12,7 +12,8 @@ from chaos.cli import blackbox_cmd as cli
 from chaos.blackbox.config import parse_config
 from chaos.blackbox.effects import schema_fingerprint
 from chaos.blackbox.errors import ConfigError
-from chaos.blackbox.session import run_blackbox
+from chaos.blackbox import session
+from chaos.blackbox.session import raw_redis, run_blackbox
 from chaos.errors import EXIT_UNKNOWN
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -48,9 +49,20 @@ def test_worker_that_exits_at_once_gives_unknown_with_exit_code_and_output(clust
     assert my_children() <= before
 
 
-def test_worker_that_connects_but_never_writes_gives_unknown(cluster) -> None:
+def test_worker_that_connects_but_never_writes_gives_unknown(cluster, monkeypatch) -> None:
+    """(Also: the drain's looks, every 0.1 s over its whole no-progress window, share one Redis
+    client; each look used to open one or two.)"""
     before = my_children()
+    opened = []
+
+    def counted(cluster):
+        opened.append(1)
+        return raw_redis(cluster)
+
+    monkeypatch.setattr(session, "raw_redis", counted)
     cell = run_blackbox(cluster, CONNECTS_NEVER_WRITES, parse_config(CONFIG), reset=False)
+    # one for the drain, one for the state it ended on, one for the judge's final read
+    assert len(opened) == 3, f"{len(opened)} Redis clients opened after the workload"
     assert cell.cell.verdict == "unknown"
     text = "\n".join(cell.cell.unknown_reasons)
     assert "no write to orders was observed" in text and "connected, doing nothing" in text
@@ -114,3 +126,4 @@ def test_drain_waits_for_a_slow_worker_that_keeps_acking(cluster) -> None:
                         cwd=ROOT)
     assert cell.count("published") == 20           # 20 jobs x 200 ms: about 4 s, two drain_s
     assert cell.count("pending_left") == 0 and cell.count("undelivered") == 0 and cell.count("lost") == 0
+

@@ -330,6 +330,7 @@ class _Run:
                                 f"does not name\n{tails}")
         self._check_rig(force=True)      # the final state was read from a sound rig
         history = read_history(self.run_dir) + list(self.ctx.ops)
+        self.reasons += took_back_missing(self.faults, history)
         offset = wall_to_monotonic()
         progress_at = max([t for t in (self.progress_at, max((e.at + offset for e in effects), default=None))
                            if t is not None], default=None)
@@ -388,6 +389,17 @@ class _Run:
         self.producer.stop()
         if self.pool is not None:
             self.pool.stop()
+
+
+def took_back_missing(faults: Sequence[Any], history: list[dict]) -> list[str]:
+    """Why a fault given ``until`` (promote-replica, sentinel-failover) tested nothing: its kill
+    came on ``until_ms``, not on what it waited for (faults.effects, the took-back effect: read
+    from the fault's own op, on both servers, so it holds for a black box too; the other effects
+    read the framework workers' ops, which a black-box run has not). Such a run is ``unknown``."""
+    from faults.effects import TOOK_BACK, missing
+
+    return [why for fault in faults if fault.effect == TOOK_BACK
+            for why in [missing(TOOK_BACK, fault.name, history)] if why]
 
 
 def busy_workers(r: redis.Redis, config: WorkerConfig, workers: list[Any], quiet_s: float) -> list[str]:

@@ -14,8 +14,9 @@ them, summed over the cell's runs:
   dead-lettered), none left pending or unread, no consumer process died, and the consumer
   consumed every other event; else ``unknown``.
 
-A run the rig cannot vouch for grades every property ``unknown`` (the reason is the
-evidence); a consumer that crashed on start grades every property ``fail`` with its log tail.
+A run the rig cannot vouch for, or whose fault did not do what the cell needs (``MISSED_MARK``),
+grades every property ``unknown`` (the reason is the evidence); a consumer that crashed on start
+grades every property ``fail`` with its log tail.
 """
 from __future__ import annotations
 
@@ -27,6 +28,10 @@ PROPERTIES = ("no_loss", "no_duplicate_side_effects", "final_state", "keeps_cons
 PASS, FAIL, UNKNOWN = "pass", "fail", "unknown"
 CRASH_MARKS = ("exited before it connected", "did not connect to its Redis proxy")
 DIED_MARK = "exited unexpectedly"    # a worker that died during the run, not by a kill fault
+# A fault that did not do what the cell needs (faults.effects.missing: a failover's hold that never
+# saw what its `until` waits for): the run tested nothing, even where a loss made its verdict invalid
+# (a failover that took back no read entry says nothing of what the consumer does with a copy).
+MISSED_MARK = "missed the workload"
 # Faults that destroy entries in Redis itself: what they destroy is lost for every built-in
 # strategy too (docs/strategies.md), so a loss under them says nothing of the consumer's design.
 DESTROYS_ENTRIES = frozenset({"promote-replica", "replica-overflow", "sentinel-failover", "maxlen-trim",
@@ -104,8 +109,9 @@ def grade(cell: Any, samples: list[Any] | None = None) -> dict[str, Grade]:
         return {p: Grade(FAIL, "the consumer crashed on start: " + crashed) for p in PROPERTIES}
     result, extra, cfg = cell.cell, cell.extra, cell.config
     deaths = died(cell)
-    if (result.verdict == "unknown" and not deaths) or not cell.runs:
-        why = "; ".join(r.splitlines()[0] for r in result.unknown_reasons) or "no run finished"
+    missed = [r for r in result.unknown_reasons if MISSED_MARK in r]
+    if (result.verdict == "unknown" and not deaths) or not cell.runs or missed:
+        why = "; ".join(r.splitlines()[0] for r in (missed or result.unknown_reasons)) or "no run finished"
         return {p: Grade(UNKNOWN, "the run cannot vouch for itself: " + why) for p in PROPERTIES}
     c = result.counts
     grades = {

@@ -12,6 +12,7 @@ from chaos.cli import blackbox_cmd as cli
 from chaos.blackbox.config import parse_config
 from chaos.blackbox.effects import schema_fingerprint
 from chaos.blackbox.errors import ConfigError
+from chaos.cellspec import Spec
 from chaos.blackbox import session
 from chaos.blackbox.session import raw_redis, run_blackbox
 from chaos.errors import EXIT_UNKNOWN
@@ -127,3 +128,21 @@ def test_drain_waits_for_a_slow_worker_that_keeps_acking(cluster) -> None:
     assert cell.count("published") == 20           # 20 jobs x 200 ms: about 4 s, two drain_s
     assert cell.count("pending_left") == 0 and cell.count("undelivered") == 0 and cell.count("lost") == 0
 
+
+def test_a_failover_whose_hold_never_saw_what_it_waited_for_is_unknown(cluster) -> None:
+    """A failover given `until` kills on until_ms when what it waits for never comes; that run
+    tested nothing and is unknown, with the reason (faults.effects' took-back, read from the
+    fault's own kill op: it holds for a black box too). Forced: a worker that never reads, so
+    no entry a consumer read can come back (`until=reread`). The scorecard's failover cell and
+    the examples' failover test count on it: a black-box run used to be judged as if the hold had
+    met the burst."""
+    spec = Spec.parse("promote-replica:at=before_publish,after_entries=5,hold_ms=0,until=reread,until_ms=200",
+                      "fault")
+    one = {**CONFIG, "worker": {**CONFIG["worker"], "processes": 1}}
+    cell = run_blackbox(cluster, CONNECTS_NEVER_WRITES, parse_config(one), faults=[spec], reset=False)
+    (kill,) = [op["value"] for run in cell.runs for op in run.history
+               if op["f"] == "fault" and op["value"].get("step") == "kill"]
+    assert kill["met"] is False and kill["took_back"]["read"] == 0, kill
+    assert cell.cell.verdict == "unknown"
+    assert any("fault promote-replica missed the workload" in r for r in cell.cell.unknown_reasons), \
+        cell.cell.unknown_reasons

@@ -58,6 +58,16 @@ def test_a_run_the_rig_cannot_vouch_for_is_unknown_everywhere():
     assert "did not act or heal" in grades["final_state"].evidence
 
 
+def test_a_failover_that_missed_what_it_waited_for_is_unknown_even_with_a_loss():
+    """Its losses made the verdict invalid (invalid outranks unknown), but no read entry came
+    back: no_duplicate_side_effects would pass by luck. The reason is the evidence."""
+    missed = ("fault promote-replica missed the workload: expected its `step: kill` op ... records ... "
+              "the history shows none")
+    grades = grade(cell(verdict="invalid", reasons=[missed], lost=40))
+    assert {g.status for g in grades.values()} == {"unknown"}
+    assert "promote-replica missed the workload" in grades["no_duplicate_side_effects"].evidence
+
+
 def test_the_last_sample_is_evidence_of_keeping_consuming():
     samples = [Sample(1.0, length=200, lag=0, pending=0), Sample(2.0, length=200, lag=37, pending=3), Sample(3.0)]
     assert "lag + pending at the last sample 40" in grade(cell(), samples)["keeps_consuming"].evidence

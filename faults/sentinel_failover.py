@@ -39,7 +39,11 @@ into a replica, which drops what it had not replicated (redis/redis#12570).
 The stop record carries detection and promotion times (from the action), the entries
 the old primary acknowledged past the replica's last synced entry, and the Sentinel
 events seen. A Sentinel that never promotes fails the fault with the Sentinels' logs,
-so the run is ``unknown``.
+so the run is ``unknown``. A Sentinel whose timer ran over 2 s late (a starved machine) is in
+TILT and does not act until TILT_PERIOD_MS pass without another late tick (chaos/cluster/
+sentinels.py): each wait for the Sentinels gives them that long more, once, when they are or
+were in TILT since the action, and a wait that still ends unmet names TILT as the rig's failure
+(the Sentinels could not act), not the failover's.
 """
 from __future__ import annotations
 
@@ -47,6 +51,7 @@ import re
 import time
 from typing import Any
 
+from chaos.cluster.sentinels import TILT_PERIOD_MS, in_tilt
 from chaos.errors import BadArguments
 from chaos.params import Param
 from faults.effects import DIED_MID_WORK, TOOK_BACK
@@ -73,7 +78,7 @@ MIN_DOWN_AFTER_MS = 1000
 # acknowledged events lost in a run whose cut healed while the voter still named the old primary).
 VOTER_DOWN_AFTER_MS = 3_600_000
 SENTINEL_EVENTS = re.compile(r"[+-](sdown|odown|try-failover|elected-leader|selected-slave|promoted-slave|"
-                             r"failover-end|switch-master|convert-to-slave|failover-abort-[a-z-]+)\b")
+                             r"failover-end|switch-master|convert-to-slave|tilt|failover-abort-[a-z-]+)\b")
 
 
 class SentinelFailover(Fault):
@@ -166,7 +171,7 @@ class SentinelFailover(Fault):
         replica_last = _last_ids(cluster.direct_redis("replica"))
         old_client = cluster.direct_redis("primary")
         self.beyond = _beyond(old_client, replica_last)
-        log_from = _log_offsets(cluster)
+        log_from = self.log_from = _log_offsets(cluster)
         acted_at = time.monotonic()
         # the struck op carries `took_back` (the took-back effect reads it there, as promote-replica's kill op)
         ctx.record("info", name=self.name, step=self.mode, struck=True, old_primary=self.old,
@@ -191,7 +196,7 @@ class SentinelFailover(Fault):
         if self.mode == "manual" or self.rejoin:
             # every Sentinel names the new primary before the old one can be reached again: one that
             # still named it (a voter learns the switch from the others' hello) sent a client there
-            self.report["switched_s"] = _await_switched(cluster, self.new, acted_at, self._elect_s(ctx))
+            self.report["switched_s"] = _await_switched(self, cluster, self.new, acted_at, self._elect_s(ctx))
             healed: dict[str, str] | None = None
             if self.mode == "kill":
                 cluster.restart_node(self.old)
@@ -264,7 +269,7 @@ class SentinelFailover(Fault):
                          replica_last: dict[str, str]) -> dict[str, Any]:
         """Poll the Sentinels until they name the other node and it says it is the primary."""
         cluster = ctx.cluster
-        deadline = acted_at + self._elect_s(ctx)
+        limit = TiltLimit(self, cluster, acted_at + self._elect_s(ctx))
         out: dict[str, Any] = {"detect_s": None, "odown_s": None}
         while True:
             now = time.monotonic()
@@ -279,9 +284,9 @@ class SentinelFailover(Fault):
                 return out
             if self.mode != "kill":
                 self.beyond = max(self.beyond, _beyond(old_client, replica_last, quiet=True))
-            if now > deadline:
-                raise FaultError(f"sentinel-failover ({self.mode}): Sentinel did not promote node {self.new} within "
-                                 f"{self._elect_s(ctx):.1f} s (primary flags per Sentinel: {flags}; "
+            if limit.passed():
+                raise FaultError(f"sentinel-failover ({self.mode}): {limit.tilt_text()}Sentinel did not promote node "
+                                 f"{self.new} within {limit.waited_s():.1f} s (primary flags per Sentinel: {flags}; "
                                  f"they name {address}); Sentinel logs:\n{cluster.sentinel_logs()}")
             time.sleep(POLL_S)
 
@@ -297,7 +302,7 @@ class SentinelFailover(Fault):
         """Until the old primary is a replica of the new one (Sentinel's +convert-to-slave); counts
         the entries it took after the cut healed (`healed`: its last entries then), all dropped."""
         cluster = ctx.cluster
-        deadline = time.monotonic() + self._elect_s(ctx)
+        limit = TiltLimit(self, cluster, time.monotonic() + self._elect_s(ctx))
         while True:
             role = cluster.node_role(self.old)
             if role == "slave":
@@ -306,16 +311,16 @@ class SentinelFailover(Fault):
                 self.beyond = max(self.beyond, _beyond(old_client, replica_last, quiet=True))
                 if healed is not None:
                     self.after_heal = max(self.after_heal, _beyond(old_client, healed, quiet=True))
-            if time.monotonic() > deadline:
-                raise FaultError(f"sentinel-failover ({self.mode}): Sentinel did not demote the old primary "
-                                 f"(node {self.old}, role {role}) within {self._elect_s(ctx):.1f} s; "
+            if limit.passed():
+                raise FaultError(f"sentinel-failover ({self.mode}): {limit.tilt_text()}Sentinel did not demote the "
+                                 f"old primary (node {self.old}, role {role}) within {limit.waited_s():.1f} s; "
                                  f"Sentinel logs:\n{cluster.sentinel_logs()}")
             time.sleep(POLL_S)
 
 
-def _await_switched(cluster: Any, new: str, acted_at: float, limit_s: float) -> float:
+def _await_switched(fault: SentinelFailover, cluster: Any, new: str, acted_at: float, limit_s: float) -> float:
     """Until every live Sentinel names node `new` as the primary; seconds since `acted_at`."""
-    deadline = time.monotonic() + limit_s
+    limit = TiltLimit(fault, cluster, time.monotonic() + limit_s)
     want = str(cluster.node_address(new))
     while True:
         named = []
@@ -327,10 +332,50 @@ def _await_switched(cluster: Any, new: str, acted_at: float, limit_s: float) -> 
                 named.append(None)
         if named and all(n == want for n in named):
             return round(time.monotonic() - acted_at, 4)
-        if time.monotonic() > deadline:
-            raise FaultError(f"sentinel-failover: the Sentinels name {named} as the primary {limit_s:.1f} s after "
-                             f"the promotion of {new} ({want}); Sentinel logs:\n{cluster.sentinel_logs()}")
+        if limit.passed():
+            raise FaultError(f"sentinel-failover: {limit.tilt_text()}the Sentinels name {named} as the primary "
+                             f"{limit.waited_s():.1f} s after the promotion of {new} ({want}); Sentinel logs:\n"
+                             f"{cluster.sentinel_logs()}")
         time.sleep(POLL_S)
+
+
+class TiltLimit:
+    """A wait for the Sentinels with its deadline, moved once by TILT_PERIOD_MS plus an election
+    (down-after + 1 s) when, at the deadline, a Sentinel is in TILT or entered it since the
+    action (its log's +tilt): Sentinel does not act in TILT, so that time is the starved rig's,
+    not the failover's. `tilt_text` names it for the error of a wait that ends unmet."""
+
+    def __init__(self, fault: SentinelFailover, cluster: Any, deadline: float) -> None:
+        self.fault, self.cluster, self.deadline = fault, cluster, deadline
+        self.started = time.monotonic()
+        self.tilted: list[int] = []
+        self.entered = 0
+
+    def passed(self) -> bool:
+        now = time.monotonic()
+        if now <= self.deadline:
+            return False
+        if self.entered or self.tilted:     # moved once already
+            return True
+        self.tilted = [i + 1 for i in in_tilt(self.cluster.sentinel_clients())]
+        self.entered = _sentinel_events(self.cluster, getattr(self.fault, "log_from", {})).get("+tilt", 0)
+        if not (self.tilted or self.entered):
+            return True
+        grace = TILT_PERIOD_MS / 1000 + self.fault.down_after_s + 1.0
+        self.deadline = now + grace
+        self.fault.report["tilt_waited_s"] = round(self.fault.report.get("tilt_waited_s", 0) + grace, 3)
+        return False
+
+    def waited_s(self) -> float:
+        return time.monotonic() - self.started
+
+    def tilt_text(self) -> str:
+        """'' or why the rig, not the system under test, failed the wait."""
+        if not (self.tilted or self.entered):
+            return ""
+        return (f"the rig could not act, not the system under test: Sentinel(s) {self.tilted or '-'} in TILT mode "
+                f"({self.entered} +tilt since the action: a Sentinel whose timer runs over 2 s late, on a starved "
+                f"machine, stops acting until {TILT_PERIOD_MS} ms pass without another; waited that long more). ")
 
 
 def _fence(client: Any, limit_s: float, node: str) -> str:

@@ -33,7 +33,15 @@ READY_TIMEOUT_S = 15.0
 # ping period: while the primary is down Sentinel takes a replica's INFO as fresh for 5
 # ping periods but refreshes it only every second, and with no fresh replica it aborts
 # the failover (-failover-abort-no-good-slave) and waits 2 x failover-timeout to retry.
-DEBUG_PERIODS_MS = {"ping-period": 500, "info-period": 500, "publish-period": 200, "ask-period": 200}
+# TILT: a Sentinel whose timer ran more than 2 s late (a starved machine; Redis's tilt-trigger,
+# kept) stops acting, goes on pinging and asking INFO, and acts again after tilt-period without
+# another late tick. Redis's 30 s period is sized for its 1 s pings and 30 s down-after; here 6
+# ping periods, 3 of the faults' shortest down-after, refresh what it knows. With 30 s, a loaded
+# run whose three Sentinels entered TILT mid-failover (the leader waiting for the promotion)
+# did not promote within the fault's 15 s: the fault failed and the test with it.
+TILT_PERIOD_MS = 3000
+DEBUG_PERIODS_MS = {"ping-period": 500, "info-period": 500, "publish-period": 200, "ask-period": 200,
+                    "tilt-period": TILT_PERIOD_MS}
 DEFAULT_DOWN_AFTER_MS = 5000
 # Long on purpose: a replica replicating from another address than the one Sentinel
 # monitors the primary at (node b dials the "replication" proxy) is re-pointed by Sentinel
@@ -240,6 +248,19 @@ class SentinelGroup:
 
     def logs(self, lines: int = 30) -> str:
         return "\n".join(p.log_tail(lines) for p in self.procs)
+
+
+def in_tilt(clients: list[redis.Redis]) -> list[int]:
+    """The positions (0-based, in `clients`' order) of the Sentinels in TILT now (INFO sentinel
+    ``sentinel_tilt``); one that does not answer is not counted."""
+    out = []
+    for i, client in enumerate(clients):
+        try:
+            if int(client.info("sentinel").get("sentinel_tilt", 0)):
+                out.append(i)
+        except (redis.RedisError, ValueError):
+            continue
+    return out
 
 
 def _pairs(reply: Any) -> dict[str, str]:

@@ -153,3 +153,39 @@ def test_a_writer_told_the_old_address_loses_nothing_to_the_fenced_old_primary(c
     assert stop.get("fenced_s") is not None, f"the old primary was never fenced: {figures}"
     assert not lost and stop["acked_after_heal"] == 0, f"the fenced old primary took writes: {figures}"
     print(figures)
+
+
+def test_sentinels_starved_into_tilt_still_fail_over(chaos_reset_cluster) -> None:
+    """A starved machine puts the Sentinels in TILT (their timer ran over 2 s late): they do not
+    act until tilt-period passes without another late tick. A loaded run had all three enter TILT
+    mid-failover and, with Redis's 30 s period, none promoted within the fault's 15 s: FaultError,
+    the test failed. Forced here: every Sentinel stopped 2.3 s (SIGSTOP), then the partition at
+    once, with a 2.5 s election limit. Now tilt-period is 3 s (chaos/cluster/sentinels.py) and the
+    fault's wait gives Sentinels in TILT that long more, once (and names TILT if they still do
+    not act: the rig's failure, not the failover's). Before: FaultError, no promotion in 2.5 s."""
+    import os
+    import signal
+
+    from chaos.cluster.sentinels import in_tilt
+    from faults.local import FaultThread, LocalContext
+    from faults.registry import get_fault
+    cluster = chaos_reset_cluster
+    pids = [p.pid for p in cluster.sentinel_procs]
+    try:
+        for pid in pids:
+            os.kill(pid, signal.SIGSTOP)
+        time.sleep(2.3)
+    finally:
+        for pid in pids:
+            os.kill(pid, signal.SIGCONT)
+    deadline = time.monotonic() + 2
+    while len(in_tilt(cluster.sentinel_clients())) < len(pids) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    tilted = in_tilt(cluster.sentinel_clients())
+    assert len(tilted) == len(pids), f"the stop did not put every Sentinel in TILT: {tilted}"
+    ctx = LocalContext(cluster)
+    with FaultThread(get_fault(f"{FAULT_NAME}:after_entries=0,at_ms=0,rejoin=0,elect_timeout_ms=2500"), ctx):
+        pass
+    stop = ctx.ops[-1]["value"]
+    assert stop.get("failed_over") and stop.get("tilt_waited_s"), stop
+    print({k: stop.get(k) for k in ("detect_s", "promote_s", "tilt_waited_s", "sentinel_events")})

@@ -17,7 +17,8 @@ producer, consumer processes, the checker. Sections (--only picks some):
 * growth: the throughput run with 4 consumers through the proxies at 10^4, 10^5 and 10^6
   events: wall time per size and the ratio per doubling (1.0 = linear), the check's share of
   the wall time and the orchestrator's CPU seconds by phase (the check's CPU moves much less
-  with the machine's load than its wall time). 10^6 is skipped when the 10^5 run says it
+  with the machine's load than its wall time), and the history's live fold (`fold`: the nice
+  its thread ran at, the ops and CPU seconds it folded during the run and those left to the check). 10^6 is skipped when the 10^5 run says it
   would take more than --max-growth-s.
 * failover: `s1` under promote-replica, 3 runs at time scale 0.25: each phase's mean time.
 
@@ -51,6 +52,7 @@ from chaos.cluster import start_cluster  # noqa: E402
 from chaos.cluster.endpoint import pg_dsn, redis_url  # noqa: E402
 from chaos.expectations.load import cells, load_size  # noqa: E402
 from chaos.history import history_dir, read_file  # noqa: E402
+from chaos.orchestrator import livefold  # noqa: E402
 from chaos.run import run_cell  # noqa: E402
 
 REFERENCE_1 = 11_338     # seed 003's lab, one Node.js consumer, 20,000 jobs
@@ -178,6 +180,33 @@ class PeakMemory:
             out[name] = max(out.get(name, 0.0), round(rss / 2**20, 1))
         return dict(sorted(out.items(), key=lambda kv: -kv[1]))
 
+class FoldsSeen:
+    """The live folds (chaos.orchestrator.livefold.HistoryFold) of the runs inside it: how far
+    each got while the run wrote its history (ops, its thread's CPU s, the nice it ran at) and
+    what was left to the check (`finish`: its ops and CPU s, in the check's thread)."""
+
+    def __init__(self) -> None:
+        self.folds: list[dict[str, Any]] = []
+
+    def __enter__(self) -> FoldsSeen:
+        self._finish = finish = livefold.HistoryFold.finish
+        seen = self.folds
+
+        def noted(fold: livefold.HistoryFold) -> Any:
+            live = {"nice": fold.nice, "nice_refused": fold.nice_refused or None, "void": fold.void or None,
+                    "live_ops": fold.folded_ops, "live_cpu_s": round(fold.fold_cpu_s, 2)}
+            try:
+                return finish(fold)
+            finally:
+                seen.append({**live, "rest_ops": fold.folded_ops - live["live_ops"],
+                             "rest_cpu_s": round(fold.fold_cpu_s - live["live_cpu_s"], 2)})
+        livefold.HistoryFold.finish = noted   # type: ignore[method-assign]
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        livefold.HistoryFold.finish = self._finish   # type: ignore[method-assign]
+
+
 def _label(proc: psutil.Process, me: int) -> str:
     if proc.pid == me:
         return "orchestrator+checker (this process)"
@@ -231,7 +260,8 @@ def harness_run(cluster: Any, consumers: int, jobs: int, memory: bool = False) -
         peak.__enter__()
     try:
         # (the run dir is kept until its spawn ops name the workers' pids, then removed)
-        result = run_cell(cluster, "baseline", [], parts=harness_parts(consumers, jobs), keep_runs="always")
+        with FoldsSeen() as folds:
+            result = run_cell(cluster, "baseline", [], parts=harness_parts(consumers, jobs), keep_runs="always")
     finally:
         if peak is not None:
             peak.__exit__(None, None, None)
@@ -255,7 +285,9 @@ def harness_run(cluster: Any, consumers: int, jobs: int, memory: bool = False) -
            "wall_s": round(wall, 2), "phases_s": phases,
            "check_share": round(phases.get("check", 0.0) / wall, 3) if wall else None,
            # planning the workload, starting the run dir, summarizing: the wall time outside the phases
-           "outside_phases_s": round(wall - sum(v for k, v in phases.items() if not k.startswith("fault:")), 2)}
+           "outside_phases_s": round(wall - sum(v for k, v in phases.items() if not k.startswith("fault:")), 2),
+           # the history folded during the run (live: its thread's nice, ops and CPU s) and left to the check (rest)
+           "fold": folds.folds[0] if len(folds.folds) == 1 else folds.folds}
     if peak is not None:
         # the orchestrator's own CPU seconds by phase: what the check costs it, whatever else the
         # shared machine runs (the wall share above moves with the load; this much less)

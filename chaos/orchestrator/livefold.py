@@ -8,7 +8,8 @@ reads them (`chaos.history.iter_history`: a chunk of the file that has reached t
 time next, ops merged by time, a tie by file name, then line; ack lines left unparsed), and
 folds them into the checker's scan (`chaos.checker._RunScan`) and the work notes
 (`WorkNotes.feed`). The files are its buffer: when the orchestrator gets little CPU the fold
-falls behind (the check folds the rest), it does not hold the ops.
+falls behind (the check folds the rest), it does not hold the ops; nor does it parse ahead of
+what it may fold. In a large run its thread runs ahead of the workers (AHEAD_NICE).
 
 An op is folded once every file either has an op at least as late unread, or has been read
 to its end at a poll that began `LAG_S` after the op's time: a writer stamps an op's time
@@ -38,6 +39,7 @@ LAG_S = 1.0       # an op is folded once every file read to its end was read thi
 BUDGET_S = 0.05   # the fold's CPU time per poll, at most about (then the phases' conditions are asked again)
 CHUNK_BYTES = 1 << 18   # read at a time from one file (about 1,000 lines: a few ms of the budget)
 POLL_S = 0.1     # the fold's thread rests this long when it has caught up (0.01 cost a cell's run 0.06 CPU s)
+AHEAD_NICE = -10   # the fold's thread's nice in a large run (`ahead`): ahead of the workers and servers (nice 0)
 INF = float("inf")
 
 
@@ -74,19 +76,32 @@ class HistoryFold:
         self.folded_ops = 0
         self.fold_cpu_s = 0.0                 # the folding thread's CPU spent reading and folding
         self.frozen = False                   # the folding thread froze the heap (see `folding`)
+        self.nice: int | None = None          # the folding thread's nice, once `folding` runs
+        self.nice_refused = ""                # why a nice asked for (`folding(nice=...)`) was not taken
 
     def step(self, began: float) -> bool:
-        """One step of the fold; whether it caught up (every file read to its end)."""
+        """One step of the fold; whether it caught up (every file read to its end, or past
+        what it may fold now)."""
         cpu = time.thread_time()
         caught_up = self._advance(began - self.lag_s, cpu + self.budget_s)
         self.fold_cpu_s += time.thread_time() - cpu
         return caught_up
 
-    def folding(self, wait: Callable[[float], bool]) -> None:
+    def folding(self, wait: Callable[[float], bool], nice: int | None = None) -> None:
         """Steps (each up to `budget_s` of CPU time), resting POLL_S when caught up, until
         `wait(seconds)` says stop. After a step that folded, the heap is frozen (`gc.freeze`):
         the records live until the check, and the cyclic GC's full passes over them were a
-        fifth of the fold's CPU at 10^6 events (27.4 -> 21.4 s); `thaw` gives them back."""
+        fifth of the fold's CPU at 10^6 events (27.4 -> 21.4 s); `thaw` gives them back.
+        `nice`: this thread's own nice (Linux: a thread's nice is its own), so that the fold
+        keeps up with the workers instead of leaving most of the history to the check; lowering
+        it needs CAP_SYS_NICE: without it the thread keeps its nice (`nice_refused` says why)."""
+        self.nice = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+        if nice is not None and nice != self.nice:
+            try:
+                os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), nice)
+                self.nice = nice
+            except OSError as exc:   # (EPERM/EACCES: no CAP_SYS_NICE)
+                self.nice_refused = f"nice {nice} refused ({exc.strerror}): the fold ran at nice {self.nice}"
         try:
             while self.scan is not None:
                 folded = self.folded_ops
@@ -136,8 +151,10 @@ class HistoryFold:
 
     def _advance(self, limit: float, deadline: float, final: bool = False) -> bool:
         """Read the file that has reached the earliest time next, a chunk at a time, folding
-        what every file has passed, until each is read to its end or this thread's CPU time
-        passes `deadline` (a CPU budget: on a loaded machine the fold still gets its share)."""
+        what every file has passed, until each is read to its end or past `limit` (what is
+        later waits in the files, not parsed in memory: a fold that kept up held LAG_S of
+        ops, ~230k dicts at 10^6 events, a peak of 609 MB against 452), or this thread's CPU
+        time passes `deadline` (a CPU budget: on a loaded machine the fold still gets its share)."""
         tails = self._list(final)
         if tails is None:
             return True
@@ -146,8 +163,8 @@ class HistoryFold:
             mark = min([limit, *(t.top for t in unread)])
             if mark > self.mark:
                 self._fold(tails, mark)
-            if not unread or self.scan is None:
-                return True
+            if not unread or self.scan is None or mark >= limit:
+                return True   # (every file read past what may be folded now: the rest waits in the files)
             if time.thread_time() > deadline:
                 return False
             if not self._read(min(unread, key=lambda t: t.top), final):
@@ -240,14 +257,19 @@ class HistoryFold:
 
 class FoldingWatch(ProgressWatch):
     """A ProgressWatch that folds the run's history behind it: `fold` (a HistoryFold), stepped
-    in each poll, or (`threaded`) in a thread of its own, one more share of the CPU."""
+    in each poll, or (`threaded`) in a thread of its own, one more share of the CPU; with
+    `ahead` (a large run: chaos.orchestrator.sequence.FOLD_AHEAD_EVENTS) that thread runs at
+    AHEAD_NICE, ahead of the workers and servers. A thread takes at most one core, so they
+    keep the other; at 10^6 events at nice 0 it got a third of the CPU it needed (6.3 of
+    19.5 s), and the check folded the rest after the drain."""
 
     def __init__(self, run_dir: Path, run: int | None = None, lag_s: float = LAG_S,
                  clock: Callable[[], float] = time.monotonic, budget_s: float = BUDGET_S,
-                 threaded: bool = False) -> None:
+                 threaded: bool = False, ahead: bool = False) -> None:
         super().__init__(run_dir)
         self.fold = HistoryFold(run_dir, run, lag_s, clock, budget_s)
         self.threaded = threaded
+        self.ahead = ahead
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
 
@@ -259,7 +281,8 @@ class FoldingWatch(ProgressWatch):
         if not self.threaded:
             self.fold.step(began)
         elif self._thread is None:
-            self._thread = threading.Thread(target=self.fold.folding, args=(self._stop.wait,),
+            self._thread = threading.Thread(target=self.fold.folding,
+                                            args=(self._stop.wait, AHEAD_NICE if self.ahead else None),
                                             name="chaos-livefold", daemon=True)
             self._thread.start()
         return last

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gc
 import json
+import os
 import shutil
 import time
 from pathlib import Path
@@ -120,6 +121,54 @@ def test_a_fold_that_falls_behind_reads_in_chunks_and_gives_the_saved_json(
     assert as_text(result) == expected
     assert notes.work() == work_metrics(read_history(tmp_path / "live"))[:2]
     assert watch.useful_ops > 0
+
+
+def test_a_fold_that_keeps_up_reads_no_further_than_it_may_fold(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """What may not be folded yet (later than LAG_S before the poll) stays in the files, not
+    parsed in memory: a fold that keeps up held LAG_S of ops (~230k dicts at 10^6 events), each
+    file at most one chunk past the mark now; the check folds the rest: the saved JSON."""
+    monkeypatch.setattr(livefold, "CHUNK_BYTES", 2048)
+    archive = BIGGEST[0]
+    final, args, expected = unpack(archive, tmp_path / "saved")
+    shutil.copytree(tmp_path / "saved" / "history", tmp_path / "live" / "history")   # (all written already)
+    times = sorted(op["time"] for op in read_history(tmp_path / "live"))
+    now = [times[len(times) // 3] + LAG_S]
+    watch = FoldingWatch(tmp_path / "live", run=args["run"], clock=lambda: now[0])
+    watch.poll()
+    fold = watch.fold
+    assert 0 < fold.folded_ops < len(times) / 2
+    assert all(len(tail.ops) <= livefold.CHUNK_BYTES // 40 + 1 for tail in fold.tails.values())   # (a line >= 40 B)
+    assert any(tail.offset < os.path.getsize(path) for path, tail in fold.tails.items())
+    folded = Folded(watch)
+    result = check_run(HistorySource(tmp_path / "live", run=args["run"]).without(NOT_READ), final,
+                       observe=folded.notes.observe, folded=folded, **args)
+    assert fold.void == "" and as_text(result) == expected
+
+
+def test_a_large_runs_fold_runs_ahead_of_the_workers_in_its_own_thread(tmp_path: Path) -> None:
+    """`ahead` (a run of FOLD_AHEAD_EVENTS or more) runs the fold's thread at AHEAD_NICE where
+    the process may (CAP_SYS_NICE), else at its nice, saying why; the nice is the thread's own
+    (the orchestrator's other threads keep theirs), and the check is the saved JSON."""
+    archive = next(p for p in SAVED if p.name.startswith("baseline-none"))
+    final, args, expected = unpack(archive, tmp_path / "saved")
+    shutil.copytree(tmp_path / "saved" / "history", tmp_path / "live" / "history")
+    before = os.getpriority(os.PRIO_PROCESS, 0)
+    watch = FoldingWatch(tmp_path / "live", run=args["run"], clock=lambda: float("inf"), threaded=True, ahead=True)
+    watch.poll()
+    deadline = time.monotonic() + 30
+    while watch.fold.nice is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    if watch.fold.nice_refused:
+        assert watch.fold.nice == before and f"nice {livefold.AHEAD_NICE} refused" in watch.fold.nice_refused
+    else:
+        assert watch.fold.nice == livefold.AHEAD_NICE
+    assert os.getpriority(os.PRIO_PROCESS, 0) == before
+    folded = Folded(watch)
+    result = check_run(HistorySource(tmp_path / "live", run=args["run"]).without(NOT_READ), final,
+                       observe=folded.notes.observe, folded=folded, **args)
+    assert watch.fold.void == "" and as_text(result) == expected
+    assert os.getpriority(os.PRIO_PROCESS, 0) == before
 
 
 def test_a_late_op_voids_the_fold_and_the_check_scans_the_files(tmp_path: Path) -> None:

@@ -16,8 +16,13 @@ ROWS = [
     ("p2-business", 3), ("p2-entry-id", 3), ("p3", 5), ("p4", 5), ("recommended", 2),
 ]
 # These rows break nothing (each must end right, whatever the interleaving): a run is created's
-# 800 ms job and paid's 50 ms, so they run at half (400 and 25 ms).
-ROW_SCALE = 0.5
+# 800 ms job and paid's 50 ms, so they run at a quarter (200 and 12.5 ms; the rows of two consumers
+# still have paid done ~190 ms before created, the single-consumer rows only wait less). A run:
+# 0.62 s at 0.5, 0.33 s at 0.25 (`python -m chaos run --preset s1 --runs 10`).
+ROW_SCALE = 0.25
+# The forced rows' race is the hold's, whatever the scale: they run at half (created's job after the
+# hold 400 ms, s4c's lock TTL 250 ms, still past paid's 25 ms job).
+FORCED_SCALE = 0.5
 
 
 @pytest.mark.parametrize("preset, runs", ROWS, ids=[r[0] for r in ROWS])
@@ -27,8 +32,8 @@ def test_reference_row(preset, runs, chaos_cell, chaos_options):
 
 
 @pytest.mark.parametrize("cell", FORCED, ids=[c.test_id for c in FORCED])
-def test_forced_reference_row(cell, chaos_cell):
-    outcome = chaos_cell(cell)
+def test_forced_reference_row(cell, chaos_cell, chaos_options):
+    outcome = chaos_cell(cell, time_scale=min(chaos_options.time_scale, FORCED_SCALE))
     for run in range(outcome.result.run_count):
         stop = [v for v in outcome.fault_ops(run, "hold") if v.get("phase") == "stop"]
         assert stop and stop[0]["until_reached_by"], f"run {run}: the hold never saw paid applied: {stop}"

@@ -39,6 +39,9 @@ class CellDefault:
 # timed `at_ms=200,hold_ms=300` missed the burst on a loaded machine: the black-box failover test
 # failed 2 of 3 loaded runs that way, "the failover left no trace".)
 FAILOVER = "promote-replica:at=before_publish,after_entries=100,hold_ms=300,until=reread/unread,until_ms=3000"
+# Sentinel's failover the same way: the primary is cut (or killed) while the producer waits at its
+# failpoint after 100 publishes; the rest is published through the failover (was at_ms=200).
+SENTINEL_FAILOVER = "sentinel-failover:at=before_publish,after_entries=100"
 # Times count from the first publish; the examples' 200-event burst is worked off in about
 # 1 s, so a fault at 200-500 ms meets a backlog. One row per fault, parameters only where
 # the fault's own default would miss a black-box worker. The kill waits for a consumer that
@@ -58,8 +61,7 @@ CELLS: dict[str, CellDefault] = {
                               "partition:link=postgres,target=consumer,at_ms=200,duration_ms=1000")),
     "promote-replica": CellDefault((FAILOVER,), "replica"),
     "replica-overflow": CellDefault(("replica-overflow",), "replica"),
-    "sentinel-failover": CellDefault(("sentinel-failover:at_ms=200", "sentinel-failover:mode=kill,at_ms=200"),
-                                     "sentinel"),
+    "sentinel-failover": CellDefault((SENTINEL_FAILOVER, f"{SENTINEL_FAILOVER},mode=kill"), "sentinel"),
     "redis-restart": CellDefault(("redis-restart",)),
     "maxlen-trim": CellDefault(("maxlen-trim",)),
     # capped once 100 entries are in, for 300 ms: the producer's retries at 500 and 1000 ms land

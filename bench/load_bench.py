@@ -18,8 +18,9 @@ producer, consumer processes, the checker. Sections (--only picks some):
   events: wall time per size and the ratio per doubling (1.0 = linear), the check's share of
   the wall time and the orchestrator's CPU seconds by phase (the check's CPU moves much less
   with the machine's load than its wall time), and the history's live fold (`fold`: the nice
-  its thread ran at, the ops and CPU seconds it folded during the run and those left to the check). 10^6 is skipped when the 10^5 run says it
-  would take more than --max-growth-s.
+  its thread ran at, the ops and CPU seconds it folded during the run and those left to the
+  check). 10^6 is skipped when the 10^5 run says it would take more than
+  --max-growth-s.
 * failover: `s1` under promote-replica, 3 runs at time scale 0.25: each phase's mean time.
 
 The machine is shared: every section records the 1-minute load average before and after.

@@ -23,7 +23,8 @@ phases.py reset, arm and workload (faultthreads.py the faults' schedule and heal
 the drain and what its end explains; check.py the final state, the checker and the run's metrics; run.py the run's state and the wait loop the phases share;
 workers.py the worker processes; rigwatch.py the one rig watcher; primary.py the
 orchestrator's Redis client that follows the primary; faultcontext.py the FaultContext;
-notes.py the faults' phases and notes from the history.
+notes.py the faults' phases and notes from the history; livefold.py the history folded for
+the check while it is written; priority.py a large run's fold ahead of its workers.
 """
 from chaos.orchestrator.cell import cell_spec, fault_label, run_cell, run_spec
 from chaos.orchestrator.faultcontext import RunContext

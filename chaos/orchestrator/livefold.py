@@ -33,13 +33,13 @@ from typing import Any
 from chaos.checker import NOT_READ, _RunScan
 from chaos.history import CHUNK_LINES, HistoryError, history_files, op_time, parse_lines, paused_gc
 from chaos.orchestrator.notes import WorkNotes
+from chaos.orchestrator.priority import AHEAD_NICE, set_thread_nice, thread_nice
 from chaos.workload.progress import ProgressWatch
 
 LAG_S = 1.0       # an op is folded once every file read to its end was read this much after it
 BUDGET_S = 0.05   # the fold's CPU time per poll, at most about (then the phases' conditions are asked again)
 CHUNK_BYTES = 1 << 18   # read at a time from one file (about 1,000 lines: a few ms of the budget)
 POLL_S = 0.1     # the fold's thread rests this long when it has caught up (0.01 cost a cell's run 0.06 CPU s)
-AHEAD_NICE = -10   # the fold's thread's nice in a large run (`ahead`): ahead of the workers and servers (nice 0)
 INF = float("inf")
 
 
@@ -92,16 +92,12 @@ class HistoryFold:
         `wait(seconds)` says stop. After a step that folded, the heap is frozen (`gc.freeze`):
         the records live until the check, and the cyclic GC's full passes over them were a
         fifth of the fold's CPU at 10^6 events (27.4 -> 21.4 s); `thaw` gives them back.
-        `nice`: this thread's own nice (Linux: a thread's nice is its own), so that the fold
-        keeps up with the workers instead of leaving most of the history to the check; lowering
-        it needs CAP_SYS_NICE: without it the thread keeps its nice (`nice_refused` says why)."""
-        self.nice = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
-        if nice is not None and nice != self.nice:
-            try:
-                os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), nice)
-                self.nice = nice
-            except OSError as exc:   # (EPERM/EACCES: no CAP_SYS_NICE)
-                self.nice_refused = f"nice {nice} refused ({exc.strerror}): the fold ran at nice {self.nice}"
+        `nice`: this thread's own nice (chaos.orchestrator.priority), so that the fold keeps up
+        with the workers instead of leaving most of the history to the check (refused without
+        CAP_SYS_NICE: `nice_refused` says why)."""
+        if nice is not None:
+            self.nice_refused = set_thread_nice(nice)
+        self.nice = thread_nice()
         try:
             while self.scan is not None:
                 folded = self.folded_ops
@@ -258,10 +254,8 @@ class HistoryFold:
 class FoldingWatch(ProgressWatch):
     """A ProgressWatch that folds the run's history behind it: `fold` (a HistoryFold), stepped
     in each poll, or (`threaded`) in a thread of its own, one more share of the CPU; with
-    `ahead` (a large run: chaos.orchestrator.sequence.FOLD_AHEAD_EVENTS) that thread runs at
-    AHEAD_NICE, ahead of the workers and servers. A thread takes at most one core, so they
-    keep the other; at 10^6 events at nice 0 it got a third of the CPU it needed (6.3 of
-    19.5 s), and the check folded the rest after the drain."""
+    `ahead` (a large run: chaos.orchestrator.priority) that thread runs at AHEAD_NICE, ahead
+    of the workers and servers."""
 
     def __init__(self, run_dir: Path, run: int | None = None, lag_s: float = LAG_S,
                  clock: Callable[[], float] = time.monotonic, budget_s: float = BUDGET_S,

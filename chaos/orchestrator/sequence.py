@@ -21,21 +21,15 @@ from chaos.orchestrator import phases
 from chaos.orchestrator.drain import drain, drainable
 from chaos.orchestrator.faultthreads import FaultSchedule, acting, heal_bound_s
 from chaos.orchestrator.livefold import FoldingWatch
+from chaos.orchestrator.priority import AHEAD_EVENTS
 from chaos.orchestrator.rigwatch import RIG_ERRORS
 from chaos.orchestrator.run import Run
 from chaos.orchestrator.workers import RunAborted
 from chaos.results import RunMetrics, RunResult
 from chaos.workload import planfile
-from chaos.workload.final_state import INTENDED_FILE, Intended
+from chaos.workload.final_state import INTENDED_FILE, Intended, map_large_blocks
 
 R = TypeVar("R", covariant=True)
-
-# a run this large folds its history in a thread ahead of the workers (livefold.AHEAD_NICE): at 10^6
-# events at nice 0 the fold got about half the CPU it needed and the check was a third of the run;
-# every cell of the suite and the load area (10^5 events at full size) stays below it, so no test
-# runs a thread of the orchestrator above its servers' priority (a CPU-bound nice -10 check process
-# once starved both Sentinels into TILT)
-FOLD_AHEAD_EVENTS = 200_000
 
 
 class Steps(Protocol[R]):
@@ -113,6 +107,9 @@ class Orchestrated:
         self.events, self.producer_plans = run.workload or phases.plan_workload(run.cell.strategy, run.seed)
         run.workload = None
         self.planned = phases.Planned(self.events)   # (what the bounds need: the events go after the reset)
+        self.large = self.planned.count >= AHEAD_EVENTS   # (its fold ahead: chaos.orchestrator.priority)
+        if self.large:
+            map_large_blocks()   # (the checker's records of 10^6 events grow by copies: chaos.workload.final_state)
         self.intended: Intended | None = None
         self.faults = run.cell.new_faults()
         run.workers.fault_failpoints = [f.failpoints() for f in self.faults]
@@ -180,7 +177,7 @@ class Orchestrated:
     def workload(self) -> None:
         # (it folds the history for the check as it tails it: chaos/orchestrator/livefold.py)
         self.run.progress = FoldingWatch(self.run.dir, run=self.run.index, threaded=True,
-                                         ahead=self.planned.count >= FOLD_AHEAD_EVENTS)
+                                         ahead=self.large)
         phases.workload(self.run, self.planned)
 
     def drainable(self) -> bool:

@@ -90,7 +90,7 @@ LONG_TESTS = {
     "suites/failover/test_failover.py::test_failover_cell[s5+latency]": 5.5,
     "suites/redelivery/test_xautoclaim.py::test_xautoclaim_cell[": 3.0,
     "tests/rig/test_run_rig_health.py::test_a_killed_replica_is_named_as_the_replica": 5.5,
-    "suites/producer/test_publish_blip.py::test_publish_blip_cell[": 5.0,
+    "suites/producer/test_publish_blip.py::test_publish_blip_cell[": 3.5,            # the blip on conditions only
     "tests/workload/test_drain_keeps_hands.py::test_a_claimed_page_is_not_claimed_again": 5.0,
     "tests/proxy/test_proxy_robustness.py::test_no_fd_or_task_leak_after_10000_short_connections": 5.0,
     "tests/blackbox/test_session.py::test_drain_waits_for_a_slow_worker": 6.0,

@@ -3,7 +3,7 @@
 The reference: `created` (P-order) fails at 0 and 500 ms and succeeds at 1000 ms, while
 `paid` (P-payment, its own link) succeeds at 300 ms, so the log holds paid before
 created. The rows force that order: the blip starts at created's first publish and lasts
-until paid is in the stream (`until_entries=1`). A plain UPDATE and a CAS on the stream entry id end `created` (wrong); a CAS on
+until paid is in the stream (`until_entries=1`) and created's retry comes (at 500 ms, which then succeeds). A plain UPDATE and a CAS on the stream entry id end `created` (wrong); a CAS on
 the business version (assigned when the event was created) ends `paid`. When the blip
 drops only the reply, Redis has the XADD, the producer saw an error (info) and retried:
 the event is in the stream twice and is delivered twice.
@@ -13,10 +13,13 @@ from __future__ import annotations
 from chaos.expectations.cells import Cell, rows
 from chaos.expectations.table import RUNS, each_run, eq, ge
 
-# reset_peer on P-order's link from its first publish (created) for 800 ms and until paid (P-payment, its
-# own link) is in the stream: created's retry lands after paid every run, however late a loaded machine
-# starts either producer (by the clock alone, 0-800 ms against paid at 300 ms, it was a race)
-BLIP = "publish-blip:at=before_publish,until_entries=1"
+# reset_peer on P-order's link from its first publish (created) until paid (P-payment, its own link) is in
+# the stream and P-order comes back to publish (its retry, 500 ms after the first attempt): created's
+# retry lands after paid every run, however late a loaded machine starts either producer (by the clock
+# alone, 0-800 ms against paid at 300 ms, it was a race). duration_ms=1: the conditions hold the toxic,
+# not the default 800 ms, which only made the retry at 500 ms fail too and wait for the one at 1000 ms
+# (a run 1.0 -> 0.55 s)
+BLIP = "publish-blip:at=before_publish,until_entries=1,duration_ms=1"
 REPLY_BLIP = "publish-blip:stream=downstream,at=before_publish,duration_ms=300"
 # `created` costs 100 ms, not the pair's 800: the blip decides where created lands (after paid, forced by
 # until_entries), not its handling, whose 800 ms was most of a run (1.6 of 1.7 s after the blip's 0.8)

@@ -169,6 +169,7 @@ def test_sentinels_starved_into_tilt_still_fail_over(chaos_reset_cluster) -> Non
     from chaos.cluster.sentinels import in_tilt
     from faults.local import FaultThread, LocalContext
     from faults.registry import get_fault
+    from faults.sentinel_failover import TiltLimit
     cluster = chaos_reset_cluster
     pids = [p.pid for p in cluster.sentinel_procs]
     try:
@@ -184,8 +185,20 @@ def test_sentinels_starved_into_tilt_still_fail_over(chaos_reset_cluster) -> Non
     tilted = in_tilt(cluster.sentinel_clients())
     assert len(tilted) == len(pids), f"the stop did not put every Sentinel in TILT: {tilted}"
     ctx = LocalContext(cluster)
-    with FaultThread(get_fault(f"{FAULT_NAME}:after_entries=0,at_ms=0,rejoin=0,elect_timeout_ms=2500"), ctx):
+    fault = get_fault(f"{FAULT_NAME}:after_entries=0,at_ms=0,rejoin=0,elect_timeout_ms=2500")
+    with FaultThread(fault, ctx):
         pass
     stop = ctx.ops[-1]["value"]
     assert stop.get("failed_over") and stop.get("tilt_waited_s"), stop
     print({k: stop.get(k) for k in ("detect_s", "promote_s", "tilt_waited_s", "sentinel_events")})
+    # Sentinels that stay in TILT (every tick late: tilt-trigger 1 ms): a wait past its limit is
+    # moved once, then ends naming TILT as the rig's failure. (The next reset restarts them.)
+    for client in cluster.sentinel_clients():
+        client.execute_command("SENTINEL", "DEBUG", "tilt-trigger", 1)
+    while len(in_tilt(cluster.sentinel_clients())) < len(pids) and time.monotonic() < deadline + 10:
+        time.sleep(0.01)
+    limit = TiltLimit(fault, cluster, time.monotonic() - 1)
+    assert not limit.passed(), "a wait past its limit with Sentinels in TILT was not given their TILT period"
+    limit.deadline = time.monotonic() - 1
+    assert limit.passed() and "the rig could not act, not the system under test" in limit.tilt_text(), \
+        limit.tilt_text()

@@ -53,19 +53,19 @@ LONG_TESTS = {
     "suites/ordering/test_lock_races.py::test_s4a_wrong_rate_is_above_zero": 16.5,
     "tests/docs/test_doc_commands.py::test_readme_failover_example": 9.0,      # --runs 1 since 873bea6
     "tests/install/test_setup_script.py::test_the_quick_start_sets_up_and_collects": 16.0,
-    "tests/report/test_report_in_browser.py::test_failover_cell_shows": 14.0,      # builds the report
+    "tests/report/test_report_in_browser.py::test_failover_cell_shows": 10.0,      # builds the report (cells at 0.5)
     "tests/install/test_team_project.py::test_the_team_project_passes": 13.0,       # builds the team venv
     "suites/ordering/test_lock_races.py::test_s4b_wrong_about_half": 12.5,
     "tests/nightly/test_merge.py::test_two_shards_merge": 12.5,                     # builds the shards
-    "suites/failover/test_failover.py::test_wait_confirmed_producer_loses_far_less": 11.5,
+    "suites/failover/test_failover.py::test_wait_confirmed_producer_loses_far_less": 7.0,    # the WAIT cell alone
     "tests/cells/test_readme_cell_tests.py::test_the_readme_cell_tests_run_as_written": 6.5,
     "tests/scorecard/test_cli.py::test_poison_is_graded": 10.5,
     "tests/report/test_replay.py::test_allure_and_summary_cells_replay": 10.5,
     "suites/sentinel/test_sentinel_failover.py::test_sentinel_cell[s1|mode=manual": 10.0,
-    "tests/workload/test_planfile.py::test_neither_side_holds_the_whole_plan": 10.0,
+    "tests/workload/test_planfile.py::test_neither_side_holds_the_whole_plan": 5.0,     # 20,000 / 80,000 events
     "tests/nightly/test_shard.py::test_recorded_durations_balance_the_shards": 9.5,
     "suites/ordering/test_sharding_fanout.py::test_s2_and_s3_keep_order_and_scale": 4.5,
-    "suites/redelivery/test_nemesis.py::test_nemesis_cell[s5:claim_idle_ms=500|nemesis": 9.0,
+    "suites/redelivery/test_nemesis.py::test_nemesis_cell[s5:claim_idle_ms=500|nemesis": 5.5,   # at scale 0.5
     "tests/scorecard/test_cli.py::test_json_schema_grid_page": 9.0,
     "tests/cluster/test_cluster_isolation.py::test_four_xdist_workers_get_isolated_clusters": 9.0,
     "tests/blackbox/test_examples.py::test_ack_after_processing_loses_nothing_when_a_worker_is_killed[taskiq]": 8.5,
@@ -73,13 +73,19 @@ LONG_TESTS = {
     "suites/failover/test_failover.py::test_failover_cell[s4b]": 7.5,
     "tests/cluster/test_sentinel.py::test_a_sentinel_that_never_elects": 7.5,
     "tests/cells/test_cell_summary.py::test_a_cell_whose_rig_broke": 7.5,
-    "suites/ordering/test_reference_rows.py::test_bulk_row_without_fault[ack-after]": 7.0,
+    "suites/ordering/test_reference_rows.py::test_bulk_row_without_fault[ack-after]": 4.5,       # at scale 0.25
     "tests/blackbox/test_sentinel_examples.py::test_the_sentinel_aware_twin": 7.0,
     "suites/failover/test_failover.py::test_failover_cell[s4a]": 7.0,
     "suites/production/test_maxmemory.py::test_maxmemory_cell[s1|maxmemory:at=before_publish,after_entries=10,refused=75]": 7.0,
     "suites/production/test_maxmemory.py::test_maxmemory_cell[s5|maxmemory:at=before_publish,after_entries=10,refused=75]": 7.0,
     "tests/blackbox/test_examples.py::test_ack_after_processing_loses_nothing_when_a_worker_is_killed[faststream]": 6.5,
-    "suites/ordering/test_reference_rows.py::test_bulk_row_without_fault[ack-on-receive]": 6.5,
+    "suites/ordering/test_reference_rows.py::test_bulk_row_without_fault[ack-on-receive]": 4.5,
+    "suites/ordering/test_reference_rows.py::test_reference_row[s1]": 3.0,          # 10 runs at scale 0.25
+    "suites/ordering/test_reference_rows.py::test_reference_row[s5]": 3.0,
+    "suites/ordering/test_reference_rows.py::test_reference_row[": 1.5,
+    "suites/ordering/test_reference_rows.py::test_forced_reference_row[": 1.5,      # at scale 0.5
+    "suites/ordering/test_reference_rows.py::test_bulk_row_without_fault[poison": 2.0,
+    "suites/ordering/test_sharding_fanout.py::test_s3_reader_killed_mid_stream": 2.5,  # at scale 0.5
     "tests/cluster/test_cluster_cleanup.py::test_sigkill_of_an_xdist_worker": 6.0,
     "suites/redelivery/test_server_faults.py::test_server_fault_cell[ack-after:respawn=1|sigterm": 4.0,
     "suites/operations/test_field_incidents.py::test_delete_consumer_cell[baseline|kill-consumer": 6.0,

@@ -93,7 +93,7 @@ LONG_TESTS = {
     "tests/nightly/test_kept_runs.py::test_a_failing_cell_keeps_its_dirs": 6.0,     # builds the sessions
     "tests/structure/test_recipes.py::test_a_cells_row_and_a_new_area": 5.5,
     "tests/cells/test_cell_summary.py::test_the_table_and_the_json_list_every_cell[xdist]": 5.5,
-    "suites/failover/test_failover.py::test_failover_cell[s5+latency]": 5.5,
+    "suites/failover/test_failover.py::test_failover_cell[s5+latency]": 4.0,        # 20 ms jobs
     "suites/redelivery/test_xautoclaim.py::test_xautoclaim_cell[": 3.0,
     "tests/rig/test_run_rig_health.py::test_a_killed_replica_is_named_as_the_replica": 5.5,
     "suites/producer/test_publish_blip.py::test_publish_blip_cell[": 3.5,            # the blip on conditions only

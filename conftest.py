@@ -58,7 +58,7 @@ LONG_TESTS = {
     "suites/ordering/test_lock_races.py::test_s4b_wrong_about_half": 12.5,
     "tests/nightly/test_merge.py::test_two_shards_merge": 12.5,                     # builds the shards
     "suites/failover/test_failover.py::test_wait_confirmed_producer_loses_far_less": 7.0,    # the WAIT cell alone
-    "tests/cells/test_readme_cell_tests.py::test_the_readme_cell_tests_run_as_written": 6.5,
+    "tests/cells/test_readme_cell_tests.py::test_the_readme_cell_tests_run_as_written": 4.5,
     "tests/scorecard/test_cli.py::test_poison_is_graded": 10.5,
     "tests/report/test_replay.py::test_allure_and_summary_cells_replay": 10.5,
     "suites/sentinel/test_sentinel_failover.py::test_sentinel_cell[s1|mode=manual": 10.0,

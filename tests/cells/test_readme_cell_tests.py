@@ -26,10 +26,12 @@ def test_the_readme_cell_tests_run_as_written(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_XDIST")}
     # One run a cell (`--chaos-runs`, as the README says): what is under test here is the README's code
     # and its rows' lookup; the same rows at their full run counts are CI's too (suites/failover's
-    # test_failover_cell[s5], suites/delivery's ack-after kill-consumer cell, suites/ordering's s1 row).
+    # test_failover_cell[s5], suites/delivery's ack-after kill-consumer cell, suites/ordering's s1 row),
+    # and at the time scale those run them (`--chaos-time-scale 0.5`: the failover and kill-consumer
+    # cells' own, TIME_SCALE in chaos/expectations/failover.py and delivery.py).
     run = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", f"--chaos-summary={summary}",
-                          "--chaos-runs", "1", str(tmp_path)], cwd=tmp_path, env=env, capture_output=True,
-                         text=True, timeout=900)
+                          "--chaos-runs", "1", "--chaos-time-scale", "0.5", str(tmp_path)], cwd=tmp_path, env=env,
+                         capture_output=True, text=True, timeout=900)
     assert run.returncode == 0, run.stdout + run.stderr
     cells = json.loads(summary.read_text())["cells"]
     assert sorted((c["preset"], c["fault"], c["match"]) for c in cells) == [

@@ -102,6 +102,8 @@ LONG_TESTS = {
     "tests/blackbox/test_session.py::test_drain_waits_for_a_slow_worker": 6.0,
     "tests/proxy/test_proxy_client_compat.py::test_create_toxic_disable_destroy_through_toxiproxy_python": 4.5,
     "suites/sentinel/test_sentinel_failover.py::test_a_failover_after_the_workload_ended": 4.5,
+    "suites/sentinel/test_sentinel_failover.py::test_sentinels_starved_into_tilt": 6.5,    # (K, session 32: 6.1-6.2 s)
+    "tests/blackbox/test_session.py::test_a_failover_whose_hold_never_saw": 4.5,           # (K: 2.6-7 s)
     "tests/report/test_allure_cell.py::test_history_id_does_not_depend_on_the_seed": 4.5,
     "tests/report/test_report_in_browser.py::test_allure2_applies": 4.0,
     "tests/nightly/test_workflow.py::test_every_command_the_workflows_run_exists_in_the_project": 4.0,

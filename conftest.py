@@ -94,7 +94,7 @@ LONG_TESTS = {
     "tests/structure/test_recipes.py::test_a_cells_row_and_a_new_area": 5.5,
     "tests/cells/test_cell_summary.py::test_the_table_and_the_json_list_every_cell[xdist]": 5.5,
     "suites/failover/test_failover.py::test_failover_cell[s5+latency]": 4.0,        # 20 ms jobs
-    "suites/redelivery/test_xautoclaim.py::test_xautoclaim_cell[": 3.0,
+    "suites/redelivery/test_xautoclaim.py::test_xautoclaim_cell[": 2.0,              # at scale 0.5
     "tests/rig/test_run_rig_health.py::test_a_killed_replica_is_named_as_the_replica": 5.5,
     "suites/producer/test_publish_blip.py::test_publish_blip_cell[": 3.5,            # the blip on conditions only
     "tests/workload/test_drain_keeps_hands.py::test_a_claimed_page_is_not_claimed_again": 5.0,

@@ -28,9 +28,15 @@ from chaos.expectations.redelivery import CELLS
 CREATED, PAID = "e42-1", "e42-2"
 
 
+# The stall, the claim and the late write are the fault's conditions (the stall's floor is past the
+# min-idle at any scale): the cells run at half (a 250 ms min-idle, a 300 ms floor). A claimer that got
+# `paid` only after its claim writes `created` first; the per-run count below follows what it did.
+XAUTOCLAIM_SCALE = 0.5
+
+
 @pytest.mark.parametrize("cell", CELLS, ids=[c.test_id for c in CELLS])
-def test_xautoclaim_cell(cell, chaos_cell) -> None:
-    outcome = chaos_cell(cell, check=False)
+def test_xautoclaim_cell(cell, chaos_cell, chaos_options) -> None:
+    outcome = chaos_cell(cell, check=False, time_scale=min(chaos_options.time_scale, XAUTOCLAIM_SCALE))
     for run, history in enumerate(outcome.histories):
         phases = [v.get("phase") for v in outcome.fault_ops(run, "xautoclaim")]
         assert phases == ["start", "stop"], f"run {run}: xautoclaim ops {phases}; {outcome.figures()}"

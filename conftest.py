@@ -56,6 +56,7 @@ LONG_TESTS = {
     "tests/report/test_report_in_browser.py::test_failover_cell_shows": 10.0,      # builds the report (cells at 0.5)
     "tests/install/test_team_project.py::test_the_team_project_passes": 13.0,       # builds the team venv
     "suites/ordering/test_lock_races.py::test_s4b_wrong_about_half": 12.5,
+    "suites/ordering/test_lock_races.py::test_s4c_a_release_leaves": 2.5,              # at scale 0.5
     "tests/nightly/test_merge.py::test_two_shards_merge": 12.5,                     # builds the shards
     "suites/failover/test_failover.py::test_wait_confirmed_producer_loses_far_less": 7.0,    # the WAIT cell alone
     "tests/cells/test_readme_cell_tests.py::test_the_readme_cell_tests_run_as_written": 4.5,

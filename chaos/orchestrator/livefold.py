@@ -9,7 +9,7 @@ time next, ops merged by time, a tie by file name, then line; ack lines left unp
 folds them into the checker's scan (`chaos.checker._RunScan`) and the work notes
 (`WorkNotes.feed`). The files are its buffer: when the orchestrator gets little CPU the fold
 falls behind (the check folds the rest), it does not hold the ops; nor does it parse ahead of
-what it may fold. In a large run its thread runs ahead of the workers (AHEAD_NICE).
+what it may fold. In a large run its thread may run ahead of the workers (AHEAD_NICE).
 
 An op is folded once every file either has an op at least as late unread, or has been read
 to its end at a poll that began `LAG_S` after the op's time: a writer stamps an op's time

@@ -129,6 +129,7 @@ LONG_TESTS = {
     "tests/faults/test_effect_cells.py::test_a_fault_that_missed_the_workload_makes_the_run_unknown[delete": 3.0,
     "tests/report/test_pytest_allure.py::test_environment_and_categories_from_an_xdist_session": 3.0,
     "suites/redelivery/test_pg_reset.py::test_pg_reset_cell[": 1.6,                  # at scale 0.5
+    "suites/production/test_replica_overflow.py::test_replica_overflow_cell[": 3.5,   # at scale 0.5
     "tests/blackbox/test_examples.py::test_ack_after_processing_loses_nothing": 4.0,   # (a new example)
     "suites/redelivery/test_server_faults.py::test_server_fault_cell[ack-after|maxlen-trim": 1.0,
     "suites/delivery/test_kill_consumer.py::test_kill_consumer_cell[ack-on-receive|kill-consumer:at=holding": 0.5,

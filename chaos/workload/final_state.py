@@ -230,15 +230,14 @@ def map_large_blocks() -> None:
     """Blocks of MAPPED_FROM bytes and more each mapped on their own, and given back to the system
     when freed (glibc's mallopt; elsewhere nothing). glibc's default raises that bound to the
     largest such block freed so far (up to 32 MB): the checker's records (arrays, lists and dicts
-    of 10^6 items) then grew by copies inside the heap, each old copy a hole the heap kept. Set
-    when this module is imported: the orchestrator's process, before its first run. At 10^6 events
+    of 10^6 items) then grew by copies inside the heap, each old copy a hole the heap kept. The
+    bound is the whole process's (it cannot be undone): the orchestrator sets it when a large run
+    begins (chaos.orchestrator.sequence, runs of priority.AHEAD_EVENTS or more), never on import,
+    so a team's pytest process that imports the plugin keeps glibc's default. At 10^6 events
     the heap held 88 MB free at the check's peak (489 MB), 23 MB with the bound fixed (418 MB)."""
     mallopt = getattr(_LIBC, "mallopt", None)
     if mallopt is not None:
         mallopt(_M_MMAP_THRESHOLD, MAPPED_FROM)
-
-
-map_large_blocks()
 
 
 AHEAD = 2   # pages a ReadAhead holds ready, at most (a page of 10^4 entries: ~1.7 MB); 0: no bound

@@ -77,8 +77,8 @@ LONG_TESTS = {
     "suites/ordering/test_reference_rows.py::test_bulk_row_without_fault[ack-after]": 4.5,       # at scale 0.25
     "tests/blackbox/test_sentinel_examples.py::test_the_sentinel_aware_twin": 7.0,
     "suites/failover/test_failover.py::test_failover_cell[s4a]": 7.0,
-    "suites/production/test_maxmemory.py::test_maxmemory_cell[s1|maxmemory:at=before_publish,after_entries=10,refused=75]": 7.0,
-    "suites/production/test_maxmemory.py::test_maxmemory_cell[s5|maxmemory:at=before_publish,after_entries=10,refused=75]": 7.0,
+    "suites/production/test_maxmemory.py::test_maxmemory_cell[s1|maxmemory:at=before_publish,after_entries=10,refused=75]": 4.0,
+    "suites/production/test_maxmemory.py::test_maxmemory_cell[s5|maxmemory:at=before_publish,after_entries=10,refused=75]": 4.0,
     "tests/blackbox/test_examples.py::test_ack_after_processing_loses_nothing_when_a_worker_is_killed[faststream]": 6.5,
     "suites/ordering/test_reference_rows.py::test_bulk_row_without_fault[ack-on-receive]": 4.5,
     "suites/ordering/test_reference_rows.py::test_reference_row[s1]": 3.0,          # 10 runs at scale 0.25

@@ -33,18 +33,9 @@ def _group_ops(history: list[dict]) -> list[dict]:
     return [op.get("value") or {} for op in history if op["f"] == "group"]
 
 
-# The group-loss cells' schedule is forced (the loss after 10 or 20 entries, a window of 10 publishes
-# the producer makes while the group is gone, the backlog cells' producer and consumers stopped), so
-# they run at half: the workloads' publishes and jobs keep their ratio (steady: consumers keep up;
-# backlog: they fall behind). All eight passed at scale 0.5 three times at load 10-14 (-p no:xdist: 29.1 /
-# 27.7 s at scale 1, 22.0 / 16.6 / 9.7 s at 0.5). The delete-consumer and long-job cells keep the session's
-# scale: their 60 ms jobs and 1 s min-idle are the margins loaded runs needed.
-GROUP_LOSS_SCALE = 0.5
-
-
 @pytest.mark.parametrize("cell", GROUP_LOSS, ids=[c.test_id for c in GROUP_LOSS])
-def test_group_loss_cell(cell, chaos_cell, chaos_options) -> None:
-    outcome = chaos_cell(cell, check=False, time_scale=min(chaos_options.time_scale, GROUP_LOSS_SCALE))
+def test_group_loss_cell(cell, chaos_cell) -> None:
+    outcome = chaos_cell(cell, check=False)
     if outcome.outcome == UNKNOWN_OUTCOME:
         outcome.check()   # UnknownVerdict naming why (e.g. the forced window's group never came back)
     policy = resolve(cell.preset, parts=dict(cell.parts)).delivery.on_nogroup

@@ -5,7 +5,7 @@
 #
 #   bash scripts/loaded-run.sh [--hogs N] [--log FILE] [-- PYTEST ARGS...]
 #
-# Defaults: 2 hogs, the README's whole-suite command's workers (`-n 5`), the log in
+# Defaults: 2 hogs, the README's whole-suite command's workers (`-n 4`), the log in
 # reports/loaded-run.log. Exit status: pytest's; 254 for a bad option (nothing started).
 # $LOADED_RUN_HOG replaces the hog's command (default: python3 busy-looping).
 set -uo pipefail
@@ -31,7 +31,7 @@ if [ -z "$log" ] || ! mkdir -p "$(dirname "$log")" 2>/dev/null || ! : > "$log" 2
   exit 254
 fi
 args=("$@")
-[ ${#args[@]} -gt 0 ] || args=(-n 5)
+[ ${#args[@]} -gt 0 ] || args=(-n 4)
 
 pids=()
 stop_hogs() {

@@ -49,6 +49,7 @@ from chaos.checker import check_run, summarize
 from chaos.results import CellResult, FinalState, Phase
 from chaos.errors import BadArguments
 from chaos.cluster.health import rig_problems
+from chaos.orchestrator.check import missed_effects
 from chaos.orchestrator.sequence import run_phases
 from chaos.orchestrator.faultthreads import RIG_JOIN_S, FaultSchedule, failure_text, heal_bound_s
 from chaos.orchestrator.phaseclock import PhaseClock
@@ -395,11 +396,11 @@ def took_back_missing(faults: Sequence[Any], history: list[dict]) -> list[str]:
     """Why a fault given ``until`` (promote-replica, sentinel-failover) tested nothing: its kill
     came on ``until_ms``, not on what it waited for (faults.effects, the took-back effect: read
     from the fault's own op, on both servers, so it holds for a black box too; the other effects
-    read the framework workers' ops, which a black-box run has not). Such a run is ``unknown``."""
-    from faults.effects import TOOK_BACK, missing
+    read the framework workers' ops, which a black-box run has not). Such a run is ``unknown``:
+    the orchestrator's missed_effects, for those faults only."""
+    from faults.effects import TOOK_BACK
 
-    return [why for fault in faults if fault.effect == TOOK_BACK
-            for why in [missing(TOOK_BACK, fault.name, history)] if why]
+    return missed_effects([fault for fault in faults if fault.effect == TOOK_BACK], history)
 
 
 def busy_workers(r: redis.Redis, config: WorkerConfig, workers: list[Any], quiet_s: float) -> list[str]:

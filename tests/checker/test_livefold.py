@@ -8,6 +8,7 @@ import gc
 import json
 import os
 import shutil
+import threading
 import time
 from pathlib import Path
 
@@ -18,6 +19,7 @@ from chaos.history import HistorySource, parse_op, read_history
 from chaos.orchestrator import livefold
 from chaos.orchestrator.livefold import LAG_S, Folded, FoldingWatch
 from chaos.orchestrator.notes import work_metrics
+from chaos.orchestrator.priority import thread_nice
 
 from tests.checker.test_regression import SAVED, as_text, unpack
 
@@ -149,28 +151,48 @@ def test_a_fold_that_keeps_up_reads_no_further_than_it_may_fold(tmp_path: Path,
 def test_a_large_runs_fold_runs_ahead_of_the_workers_in_its_own_thread(tmp_path: Path,
                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     """`ahead` (a run of AHEAD_EVENTS or more) runs the fold's thread at AHEAD_NICE where
-    the process may (CAP_SYS_NICE), else at its nice, saying why; the nice is the thread's own
-    (the orchestrator's other threads keep theirs), and the check is the saved JSON."""
+    the process may (CAP_SYS_NICE), else at its nice, saying why; the nice is the thread's own.
+    The polling thread runs at AHEAD_NICE too until the fold is taken (the watch keeps up), then
+    at its own nice again; another thread keeps its nice throughout; the check is the saved JSON."""
     monkeypatch.setattr(livefold, "AHEAD_NICE", -10)   # (the value measured; priority.AHEAD_NICE may be 0: off)
     archive = next(p for p in SAVED if p.name.startswith("baseline-none"))
     final, args, expected = unpack(archive, tmp_path / "saved")
     shutil.copytree(tmp_path / "saved" / "history", tmp_path / "live" / "history")
-    before = os.getpriority(os.PRIO_PROCESS, 0)
-    watch = FoldingWatch(tmp_path / "live", run=args["run"], clock=lambda: float("inf"), threaded=True, ahead=True)
-    watch.poll()
-    deadline = time.monotonic() + 30
-    while watch.fold.nice is None and time.monotonic() < deadline:
-        time.sleep(0.01)
-    if watch.fold.nice_refused:
-        assert watch.fold.nice == before and f"nice {livefold.AHEAD_NICE} refused" in watch.fold.nice_refused
-    else:
-        assert watch.fold.nice == livefold.AHEAD_NICE
-    assert os.getpriority(os.PRIO_PROCESS, 0) == before
-    folded = Folded(watch)
-    result = check_run(HistorySource(tmp_path / "live", run=args["run"]).without(NOT_READ), final,
-                       observe=folded.notes.observe, folded=folded, **args)
+    before = os.getpriority(os.PRIO_PROCESS, 0)   # (Linux: this thread's)
+    other: list[int] = []
+    go, seen = threading.Event(), threading.Event()
+
+    def bystander() -> None:
+        other.append(thread_nice())
+        seen.set()
+        go.wait(30)
+        other.append(thread_nice())
+
+    beside = threading.Thread(target=bystander)
+    beside.start()
+    seen.wait(30)
+    try:
+        watch = FoldingWatch(tmp_path / "live", run=args["run"], clock=lambda: float("inf"), threaded=True, ahead=True)
+        watch.poll()
+        deadline = time.monotonic() + 30
+        while watch.fold.nice is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+        if watch.fold.nice_refused:
+            assert watch.fold.nice == before and f"nice {livefold.AHEAD_NICE} refused" in watch.fold.nice_refused
+            assert f"nice {livefold.AHEAD_NICE} refused" in watch.watch_nice_refused
+            assert os.getpriority(os.PRIO_PROCESS, 0) == before
+        else:
+            assert watch.fold.nice == livefold.AHEAD_NICE
+            assert os.getpriority(os.PRIO_PROCESS, 0) == livefold.AHEAD_NICE and not watch.watch_nice_refused
+        folded = Folded(watch)
+        result = check_run(HistorySource(tmp_path / "live", run=args["run"]).without(NOT_READ), final,
+                           observe=folded.notes.observe, folded=folded, **args)
+    finally:
+        go.set()
+        beside.join()
     assert watch.fold.void == "" and as_text(result) == expected
     assert os.getpriority(os.PRIO_PROCESS, 0) == before
+    assert other == [before, before]
 
 
 def test_a_late_op_voids_the_fold_and_the_check_scans_the_files(tmp_path: Path) -> None:

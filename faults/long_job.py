@@ -25,6 +25,18 @@ the ``claimers + 1`` runs, whom nobody is to claim from, resumes after ``duratio
 every run, however late a loaded machine lets the claimer's XAUTOCLAIM come (a 1.5 s sleep by
 the clock left that to chance). A claim that never comes within ``wait_ms`` fails the fault:
 the run is unknown.
+
+Until a holder of the job has stopped at ``in_work`` (the first reader, then each claimer but the
+last) the fault keeps the job's pending entry fresh in that holder's name (XCLAIM to the same
+consumer, min-idle 0, JUSTID: no delivery counted; checked and done in one script, so a claim that
+came meanwhile is never undone), as the consumers' own ``keep_held`` does in the drain. So nobody
+claims the job before its holder's long part has begun: the holder's way from its read to
+``in_work`` (for s5 its first PostgreSQL connection, BEGIN and a SELECT through its proxy) took more
+than the 1 s min-idle beside two CPU hogs, the claim then came first, and the effect
+(claimed-while-running: the holder reached ``in_work`` with the job before the claim) was missing.
+From the holder's stop at ``in_work`` on, the job ages as before, and the claim is the claimer's own
+XAUTOCLAIM after the preset's min-idle. The fault's thread only has to look every 10 ms (a freshen
+when the entry has been idle ``FRESH_MS``), not the holder's whole way to run in time.
 """
 from __future__ import annotations
 
@@ -39,6 +51,16 @@ from faults.helpers import arrivals, heal_stopped, process_alive, workload_strea
 from faults.interface import Fault, FaultContext, FaultError, Plan
 
 ALWAYS = 10**9
+FRESH_MS = 20         # the job's entry is freshened once idle this long (min-idle: 100 ms and more)
+# the job's pending entry back to idle 0 in its holder's name, only while that consumer holds it
+_FRESHEN = """
+local p = redis.call('XPENDING', KEYS[1], ARGV[1], ARGV[2], ARGV[2], 1)
+if p[1] and p[1][2] == ARGV[3] then
+  redis.call('XCLAIM', KEYS[1], ARGV[1], ARGV[3], 0, ARGV[2], 'JUSTID')
+  return 1
+end
+return 0
+"""
 
 
 class LongJob(Fault):
@@ -120,6 +142,7 @@ class LongJob(Fault):
         self.arrived = [threading.Event() for _ in range(self.claimers + 1)]   # the nth run stopped at in_work
         self.missed: list[str] = []
         self.lock = threading.Lock()
+        self.in_work: set[str] = set()     # consumers that stopped at in_work with the job
 
     def run(self, ctx: FaultContext) -> None:
         action = "signal" if self.until_claimed else "pause"
@@ -129,16 +152,20 @@ class LongJob(Fault):
             return
         if getattr(self, "armed_for", None) != id(ctx):
             self.arm(ctx)
+        fresh = threading.Thread(target=self._keep_fresh, args=(ctx,), daemon=True, name="long-job-fresh")
+        fresh.start()
         releases = []
         for nth, worker in zip(range(1, self.claimers + 2), arrivals(ctx, "in_work", self.done)):
             with self.lock:
                 self.stopped.append(worker)
+                self.in_work.add(worker.name)
             self.arrived[nth - 1].set()
             releases.append(threading.Thread(target=self._release, args=(ctx, worker, nth),
                                              daemon=True, name=f"long-job-{worker.name}"))
             releases[-1].start()
         for thread in releases:
             thread.join()
+        fresh.join()
         if self.missed:
             raise FaultError(f"fault 'long-job': {'; '.join(self.missed)}: the claim it forces did not happen")
 
@@ -172,6 +199,38 @@ class LongJob(Fault):
                    claimer_in_work=self.arrived[self.claimers].is_set() if claimed_from else None,
                    stopped_s=round(time.monotonic() - stopped_at, 4))
         self._resume(ctx, worker)
+
+    def _keep_fresh(self, ctx: FaultContext) -> None:
+        """Until the last run has stopped at in_work: the job's pending entry, idle FRESH_MS or more
+        and held by a consumer not yet stopped at in_work, back to idle 0 in that consumer's name;
+        records `info` with how often, per holder, once the holder stops at in_work."""
+        r = ctx.cluster.direct_redis("primary")
+        where, seen, counts, reported = None, {}, {}, set()
+        try:
+            while not (self.done.is_set() or ctx.stop_event.is_set() or self.arrived[self.claimers].is_set()):
+                where = where or self._find(r, seen)
+                for stream, group, entry_id in where or ():
+                    pending = r.xpending_range(stream, group, entry_id, entry_id, 1)
+                    owner = pending[0]["consumer"] if pending else None
+                    if owner and owner not in self.in_work and pending[0]["time_since_delivered"] >= FRESH_MS:
+                        if r.eval(_FRESHEN, 1, stream, group, entry_id, owner):
+                            counts[owner] = counts.get(owner, 0) + 1
+                for name in [n for n in counts if n in self.in_work and n not in reported]:
+                    reported.add(name)
+                    ctx.record("info", name=self.name, step="fresh", worker=name, freshened=counts[name])
+                time.sleep(0.01)
+        finally:
+            r.close()
+
+    def _find(self, r: Any, seen: dict[str, str]) -> list[tuple[str, str, str]] | None:
+        """(stream, group, entry id) per group of the job's stream once the job is in it; `seen`:
+        each stream's last id looked at (each entry is read once)."""
+        for stream in workload_streams(r):
+            for entry_id, fields in r.xrange(stream, seen.get(stream, "-"), "+", count=1000):
+                if fields.get("event_id") == self.event_id:
+                    return [(stream, group["name"], entry_id) for group in r.xinfo_groups(stream)]
+                seen[stream] = "(" + entry_id
+        return None
 
     def _holds(self, ctx: FaultContext, consumer: str) -> bool:
         """Whether the group's PEL has the job's entry in `consumer`'s name (read on the primary)."""

@@ -1,6 +1,7 @@
 """A local PostgreSQL server started from a copied template data dir (see pg_template)."""
 from __future__ import annotations
 
+import math
 import shutil
 import signal
 from pathlib import Path
@@ -8,6 +9,7 @@ from typing import Callable
 
 import psycopg
 
+from chaos.cluster.health import SLOW_PATIENCE_S
 from chaos.cluster.local_server import LocalServer
 from chaos.cluster.pg_template import _pg_env, run_as_user
 from chaos.cluster.ports import free_port
@@ -24,9 +26,20 @@ SETTINGS = {                      # durability off: the tests never need crash-s
 }
 
 
-def admin_connect(host: str, port: int, dbname: str = "postgres", timeout: float = 2.0) -> psycopg.Connection:
-    return psycopg.connect(host=host, port=port, dbname=dbname, user="postgres", autocommit=True,
-                           connect_timeout=max(1, int(timeout)))
+def admin_connect(host: str, port: int, dbname: str = "postgres",
+                  timeout: float = SLOW_PATIENCE_S) -> psycopg.Connection:
+    """An autocommit connection as ``postgres``. A server that is gone refuses at once (the error
+    names its address); one that took the TCP connection but does not finish the handshake is
+    waited for up to ``timeout`` (a PostgreSQL that had just answered ``ready()`` took more than
+    2 s to accept the next connection at load 10-12), then named: stopped or starved for that long
+    is the rig's patience with a live server (health.SLOW_PATIENCE_S)."""
+    try:
+        return psycopg.connect(host=host, port=port, dbname=dbname, user="postgres", autocommit=True,
+                               connect_timeout=max(2, math.ceil(timeout)))     # libpq's minimum is 2 s
+    except psycopg.errors.ConnectionTimeout as exc:
+        raise psycopg.errors.ConnectionTimeout(
+            f"PostgreSQL at {host}:{port} did not accept a connection within {max(2, math.ceil(timeout))} s "
+            f"(it took the TCP connection: stopped, or starved that long)") from exc
 
 
 class PostgresProcess(LocalServer):
@@ -53,6 +66,6 @@ class PostgresProcess(LocalServer):
         return _pg_env()
 
     def ready(self) -> bool:
-        with admin_connect(self.host, self.port, timeout=1) as conn:
+        with admin_connect(self.host, self.port, timeout=2) as conn:     # one try of wait_ready's loop
             conn.execute("SELECT 1")
             return True

@@ -1,8 +1,9 @@
 """Producer parts: how events reach the stream (the log side of ordering).
 
 * `retrying` (the default): async retry with backoff. Retry k runs 500*2^(k-1) ms after
-  the first attempt (attempts at 0, 500, 1000 ms), while later events keep going out:
-  this is what lets `paid` overtake a `created` whose publish failed.
+  the first attempt as made, not as planned (attempts at 0, 500, 1000 ms from it, however late
+  a loaded machine made it), while later events keep going out: this is what lets `paid`
+  overtake a `created` whose publish failed.
 * `direct`: one attempt; a failed publish stays failed.
 
 Both optionally `WAIT` for replicas after each XADD (the history records the answer).

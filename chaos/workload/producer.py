@@ -3,7 +3,9 @@
 Every attempt is an invoke followed by `ok` (with the entry id), `fail` (the command
 surely did not run: the connection could not be made) or `info` (unknown: a timeout or
 a connection lost after sending). The retrying producer schedules retry k at
-backoff*2^(k-1) after the first attempt while later events keep going out (async retry).
+backoff*2^(k-1) after the event's first attempt (when its invoke was written, not when it was
+planned: a producer that runs late, or was held at its before_publish failpoint, still spaces
+its retries out) while later events keep going out (async retry).
 An event with a `barrier` waits until those streams are fully acked (drain-then-switch).
 With `wait_replicas`, a publish whose WAIT answers fewer replicas is `info` (on the primary,
 not confirmed). The producer connects before its schedule starts and is released at t0
@@ -51,6 +53,11 @@ def _attempt(attempt: int) -> bytes:
     return field
 
 
+def _now_ms(env: WorkerEnv) -> float:
+    """Now, as an offset from t0 in the schedule's (unscaled) milliseconds."""
+    return (time.monotonic() - env.t0) * 1000.0 / env.scale
+
+
 def _sent_nothing(exc: Exception) -> bool:
     """redis-py says 'connecting' when the connection never came up (nothing was sent)."""
     return isinstance(exc, redis.ConnectionError) and "connecting" in str(exc).lower()
@@ -71,6 +78,7 @@ class Publisher:
         self.env, self.part = env, part
         self.r = env.redis(timeout_ms=part.timeout_ms)
         self.barriers_passed: set[str] = set()
+        self.sent_ms = 0.0    # when the last publish's invokes were written (unscaled offset from t0)
         self.fields = Event.fields
         encoder = env.spec.get("encoder")
         if encoder:  # a black-box run publishes in the user's library format (chaos/encoders.py)
@@ -80,6 +88,7 @@ class Publisher:
     def publish(self, ev: Event, attempt: int) -> bool:
         env = self.env
         env.failpoints.hit("before_publish", **ev.op_fields())
+        self.sent_ms = _now_ms(env)
         env.op("invoke", "publish", **ev.op_fields(), stream=ev.stream, value={"attempt": attempt})
         try:
             entry_id = self.r.xadd(ev.stream, self.fields(ev))
@@ -110,6 +119,7 @@ class Publisher:
         if len(batch) == 1:
             return [self.publish(*batch[0])]
         history, line = self.env.history, self.env.history.line
+        self.sent_ms = _now_ms(self.env)
         # each event's fields serialised once for its invoke and its outcome (HistoryWriter.line)
         bodies = [json_fields({**ev.op_fields(), "stream": ev.stream}) for ev, _ in batch]
         history.lines([line("invoke", "publish", body + _attempt(attempt))
@@ -196,7 +206,9 @@ class Due:
 
     def __init__(self, plan: Iterator[Event]) -> None:
         self.plan = plan
-        self.queue: list[tuple[float, int, int, float, Event]] = []  # (due offset ms, seq, attempt, first ms, event)
+        # (due offset ms, seq, attempt, first ms, event); first: a planned event's planned time until its
+        # first attempt is made, then when that attempt was made (main: retries count from it)
+        self.queue: list[tuple[float, int, int, float, Event]] = []
         self.planned = 0              # planned events read (the seq of the next one)
         self.retries = RETRY_SEQ      # the seq of the last retry
         self._read_next()
@@ -242,7 +254,7 @@ def main(env: WorkerEnv) -> int:
         due, attempt, first, ev = batch[0]
         env.sleep_until(due)
         if publisher.batchable(ev):
-            now_ms = (time.monotonic() - env.t0) * 1000.0 / env.scale
+            now_ms = _now_ms(env)
             while queue and len(batch) < BATCH and queue.peek()[0] <= now_ms and publisher.batchable(queue.peek()[1]):
                 batch.append(queue.pop())
         else:
@@ -250,6 +262,8 @@ def main(env: WorkerEnv) -> int:
         outcome = publisher.publish_batch([(ev, attempt) for _, attempt, _, ev in batch])
         for (_, attempt, first, ev), ok in zip(batch, outcome, strict=True):
             if not ok and attempt <= len(delays):
+                if attempt == 1:   # retries count from the first attempt as made, not as planned
+                    first = publisher.sent_ms
                 queue.retry(first + delays[attempt - 1], attempt + 1, first, ev)
     env.op("info", "log", value={"producer": "done", "at": time.monotonic()})
     return 0

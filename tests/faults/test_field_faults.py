@@ -94,3 +94,46 @@ def test_the_trim_counts_the_unacked_entries_it_removes(cluster) -> None:
     assert trim(r, ["field-trim"], 1) == {"trimmed": {"field-trim": 3}, "unsettled": {"field-trim": 2}}  # e2, e3
     assert r.xlen("field-trim") == 1
     assert trim(r, ["field-trim"], 5) == {"trimmed": {"field-trim": 0}, "unsettled": {"field-trim": 0}}
+
+
+def test_long_job_freshens_the_job_only_in_its_holders_name(cluster) -> None:
+    """The script long-job keeps the job's entry fresh with: idle back to 0 while the consumer it
+    names holds it, no delivery counted; a claim that came meanwhile is not undone."""
+    from faults.long_job import _FRESHEN
+    r = cluster.direct_redis()
+    job, _, *_ = _stream(r, "field-fresh")
+    r.xreadgroup("g", "C1", {"field-fresh": ">"}, count=1)
+    r.xclaim("field-fresh", "g", "C1", 0, [job], idle=5000, justid=True)      # idle 5 s, as if long held
+    assert r.eval(_FRESHEN, 1, "field-fresh", "g", job, "C1") == 1
+    held = r.xpending_range("field-fresh", "g", job, job, 1)[0]
+    assert (held["consumer"], held["times_delivered"]) == ("C1", 1) and held["time_since_delivered"] < 1000
+    r.xclaim("field-fresh", "g", "C2", 0, [job])                              # claimed meanwhile
+    assert r.eval(_FRESHEN, 1, "field-fresh", "g", job, "C1") == 0
+    assert r.xpending_range("field-fresh", "g", job, job, 1)[0]["consumer"] == "C2"
+    r.delete("field-fresh")
+
+
+def test_long_job_claim_waits_for_a_holder_slower_than_the_min_idle(cluster) -> None:
+    """The claim comes after the holder stopped at in_work even when its way there (its first
+    PostgreSQL connection, BEGIN and a SELECT: here through a 300 ms latency toxic on the consumers'
+    PostgreSQL links) takes longer than the 1 s min-idle, as beside two CPU hogs: without the
+    fault's freshening the claim came first and the run was unknown (the effect missing).
+    `paid` comes at 3 s, so the other consumer is free to claim meanwhile; the latency fault
+    starts first (a fault that starts inside long-job's window would count as one it ran)."""
+    import json
+    from pathlib import Path
+
+    from chaos.run import run_cell
+    cell = run_cell(cluster, "s5:claim=always,claim_idle_ms=1000",
+                    ["latency:link=postgres,target=consumer,latency_ms=300,stream=downstream,duration_ms=2000",
+                     "long-job:event_id=e42-1,duration_ms=100,until_claimed=1"],
+                    runs=1, parts={"workload": "pair:created_ms=100,paid_at_ms=3000"}, keep_runs="always")
+    ops = sorted((json.loads(line) for path in (Path(cell.run_dirs[0]) / "history").glob("*.jsonl")
+                  for line in path.read_text().splitlines() if line), key=lambda op: op["time"])
+    job = [op for op in ops if op.get("event_id") == "e42-1"]
+    read = next(op for op in job if op["f"] == "deliver" and op.get("via") == "read")
+    stop = next(op for op in job if op["f"] == "failpoint" and op["process"] == read["process"])
+    claim = next(op for op in job if op["f"] == "deliver" and op.get("via") == "claim")
+    assert stop["time"] - read["time"] > 1.0, "the holder was not slower than the min-idle: nothing tested"
+    assert claim["time"] > stop["time"], (read, stop, claim)
+    assert cell.verdict != "unknown", cell.unknown_reasons

@@ -25,6 +25,13 @@ however a loaded machine delays either side (a publish attempt that failed and w
 counts as one of them, so the window can hold fewer events; the stop record lists them): a consumer starved after the loss let a
 steady producer publish 37 of its 40 remaining events before the recreate (loaded run: 93 of
 100 lost over 2 runs, where the timed schedule measured about 10 a run).
+
+With ``catch_up=false`` the backlog is forced too: each consumer stops itself before applying its
+first entry (failpoint ``before_apply``), and the loss waits until every live consumer has (and
+the producer has stopped): what they read is in hand (applied once they go on), everything else
+published is unread and vanishes. Stopped from outside once the producer had stopped, a consumer
+that kept up with a slow relay (an outbox dispatcher beside two CPU hogs) had read and applied
+everything first, and a run lost nothing (stream-lost 0: the row's race missed).
 """
 from __future__ import annotations
 
@@ -125,7 +132,8 @@ class GroupLoss(Fault):
         Param("publisher", "producer", "with window: the role whose before_publish failpoint gates the XADDs "
               "(an outbox preset's relay: dispatcher)"),
         Param("catch_up", True, "with window: wait until the consumers have read and acked what was published "
-              "before stopping them (false: the loss meets their backlog)", kind=bool),
+              "before stopping them (false: each consumer stops before applying its first entry, and the loss "
+              "meets their backlog)", kind=bool),
     )
 
     def validate(self) -> None:
@@ -137,8 +145,11 @@ class GroupLoss(Fault):
         if not self.window:
             return {}
         # before_publish fires on the (after_entries + 1)-th publish and on the window's end
-        return {self.publisher: {"before_publish": {"action": "signal", "count": FIRES, "every": self.window,
-                                                "after": self.after_entries + 1 - self.window}}}
+        points = {self.publisher: {"before_publish": {"action": "signal", "count": FIRES, "every": self.window,
+                                                      "after": self.after_entries + 1 - self.window}}}
+        if not self.catch_up:      # each consumer stops with its first entry in hand: the rest is a backlog
+            points["consumer"] = {"before_apply": {"action": "signal", "count": 1}}
+        return points
 
     def check(self, plan: Plan) -> None:
         super().check(plan)
@@ -153,6 +164,7 @@ class GroupLoss(Fault):
     def arm(self, ctx: FaultContext) -> None:
         self.stopped: list = []
         self.stops_taken = 0     # with window: the producer's two failpoint stops this fault took
+        self.all_held = False    # catch_up=false: every live consumer stopped at before_apply was taken
 
     def run(self, ctx: FaultContext) -> None:
         if self.window:
@@ -182,13 +194,16 @@ class GroupLoss(Fault):
         self.stopped = [producer]
         client = ctx.cluster.direct_redis("primary")
         deadline = time.monotonic() + self.wait_ms / 1000
-        while self.catch_up and not workload_settled(client, 1) and time.monotonic() < deadline:
-            time.sleep(0.005)
+        if self.catch_up:
+            while not workload_settled(client, 1) and time.monotonic() < deadline:
+                time.sleep(0.005)
+            consumers = [w for w in ctx.workers("consumer") if w.alive()]
+            for worker in consumers:
+                worker.kill(signal.SIGSTOP)
+                self.stopped.append(worker)
+        else:
+            consumers = self._held_consumers(ctx, deadline)
         caught_up = workload_settled(client, 1)
-        consumers = [w for w in ctx.workers("consumer") if w.alive()]
-        for worker in consumers:
-            worker.kill(signal.SIGSTOP)
-            self.stopped.append(worker)
         streams = [self.stream] if self.stream else workload_streams(client)
         gone = vanish(client, streams, "", delete=self.how == "evict")
         ctx.record("start", name=self.name, spec=self.spec, how=self.how, streams=streams, caught_up=caught_up,
@@ -219,6 +234,26 @@ class GroupLoss(Fault):
             raise FaultError(f"fault 'group-loss': the group was not back within {self.wait_ms} ms of the window "
                              "and a consumer lives: the schedule it forces did not happen")
 
+    def _held_consumers(self, ctx: FaultContext, deadline: float) -> list:
+        """catch_up=false: every live consumer, once each has stopped at its before_apply (in
+        self.stopped); FaultError if one has not by the deadline."""
+        held: list = []
+        while True:
+            waiting = [w for w in ctx.workers("consumer") if w.alive() and w not in held]
+            if not waiting:
+                self.all_held = True
+                return held
+            if time.monotonic() > deadline or ctx.stop_event.is_set():
+                raise FaultError(f"fault 'group-loss': {', '.join(w.name for w in waiting)} did not stop before "
+                                 f"applying its first entry within {self.wait_ms} ms: the backlog it forces did "
+                                 "not happen")
+            try:
+                worker, _ = ctx.wait_failpoint("before_apply", 100)
+            except FaultError:
+                continue
+            self.stopped.append(worker)
+            held.append(worker)
+
     def _go_on(self, ctx: FaultContext, worker) -> None:
         if worker in self.stopped:
             self.stopped.remove(worker)
@@ -238,6 +273,13 @@ class GroupLoss(Fault):
                 self._go_on(ctx, worker)
             except FaultError:
                 pass
+        if self.window and not self.catch_up and not getattr(self, "all_held", True):   # stopped after the fault gave up
+            for _ in ctx.workers("consumer"):
+                try:
+                    worker, _ = ctx.wait_failpoint("before_apply", 1)
+                except FaultError:
+                    break
+                self._go_on(ctx, worker)
 
 
 def _groups(client, stream: str) -> list[dict]:

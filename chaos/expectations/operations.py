@@ -13,9 +13,9 @@ retried: suites/operations checks each run's count against the events the window
 `recreate-from-0` none. Timed by the
 consumer's 200 ms back-off instead, `recreate-from-$` lost about 10 a run on a quiet machine
 and 37 beside two CPU hogs (a starved consumer recreated the group late). With a backlog
-at the loss (5 ms apart, 20 ms of work each), what was published and not yet processed
-vanishes for every strategy, outbox and CAS included: the checker names those events
-`stream-lost`.
+at the loss (`catch_up=false`: each consumer stopped with its first entry in hand, 20 entries
+in), what was published and not yet read vanishes for every strategy, outbox and CAS
+included: the checker names those events `stream-lost`.
 `how=restart-empty` (the primary SIGKILLed and started with no data) does the same, forced
 the same way: the restart falls inside the window, while nobody publishes (timed, a restart
 that took 1.23 s beside two CPU hogs outlasted the retrying producer's retries: 9 of 100
@@ -52,9 +52,10 @@ BACKLOG = "many-orders:keys=10,events=5,gap_ms=5,cost_ms=20"     # a backlog bui
 SKIPPED = 10    # events published into the stream without a group, between the loss and the recreate
 EVICT_WINDOW = f"group-loss:after_entries=10,at_ms=0,window={SKIPPED}"
 # Evicted with a backlog, forced: the producer (an outbox preset's relay) stops after 20 XADDs and
-# the consumers with their backlog (no catch-up), so the loss meets unprocessed entries and the
-# consumers must meet NOGROUP. Timed (once 20 entries were in), beside two CPU hogs a run met no
-# NOGROUP at all (s1) and one met no backlog (p1-per-key: stream-lost 1 in 2 runs).
+# each consumer before applying its first entry (no catch-up), so the loss meets unread entries and
+# the consumers must meet NOGROUP. Timed (once 20 entries were in), beside two CPU hogs a run met no
+# NOGROUP at all (s1); with the consumers stopped from outside once the relay had stopped, one met no
+# backlog (p1-per-key: stream-lost 1 in 2 runs: its consumer had kept up with a slow relay).
 EVICT_BACKLOG = f"group-loss:after_entries=20,at_ms=0,window={SKIPPED},catch_up=false"
 EVICT_BACKLOG_RELAYED = EVICT_BACKLOG + ",publisher=dispatcher"
 RESTART = f"group-loss:how=restart-empty,after_entries=10,at_ms=0,window={SKIPPED}"
@@ -112,15 +113,16 @@ GROUP_LOSS: list[Cell] = [
     Cell("s1:on_nogroup=recreate-from-0", (EVICT_BACKLOG,), RUN_COUNT, dict(vanished=STREAM_LOST),
          parts={"workload": BACKLOG},
          note="redis/redis#8842: evicted with a backlog: the unprocessed entries vanish with the stream "
-              "(measured 32 lost in 2 runs)"),
+              "(measured 38 lost in 2 runs: the 19 unread of each run)"),
     Cell("s5:on_nogroup=recreate-from-0", (EVICT_BACKLOG,), RUN_COUNT, dict(vanished=STREAM_LOST, reordered=eq(0)),
          parts={"workload": BACKLOG},
-         note="redis/redis#8842: CAS cannot bring back an entry that vanished (measured 27 lost in 2 runs)"),
+         note="redis/redis#8842: CAS cannot bring back an entry that vanished (measured 36 lost in 2 runs: "
+              "two consumers, 18 unread a run)"),
     Cell("p1-per-key:fail_event=,on_nogroup=recreate-from-0", (EVICT_BACKLOG_RELAYED,), RUN_COUNT,
          dict(vanished=STREAM_LOST),
          parts={"workload": BACKLOG},
          note="redis/redis#8842: the outbox marked the rows published at XADD, so it never relays them "
-              "again (measured 39 lost in 2 runs)"),
+              "again (measured 38 lost in 2 runs)"),
     Cell("s1:on_nogroup=recreate-from-0", (RESTART,), RUN_COUNT,
          dict(after=NOTHING_AFTER, published=eq(EVENTS * RUNS)),
          parts={"workload": STEADY},

@@ -137,3 +137,16 @@ def test_long_job_claim_waits_for_a_holder_slower_than_the_min_idle(cluster) -> 
     assert stop["time"] - read["time"] > 1.0, "the holder was not slower than the min-idle: nothing tested"
     assert claim["time"] > stop["time"], (read, stop, claim)
     assert cell.verdict != "unknown", cell.unknown_reasons
+
+
+def test_group_loss_without_catch_up_meets_a_backlog_however_fast_the_consumer(cluster) -> None:
+    """catch_up=false: the loss meets entries nobody has read, even where the consumer keeps up
+    with its producer (here 40 ms between publishes, 1 ms of work): each consumer stops before
+    applying its first entry and the loss waits for it. Stopped from outside once the producer
+    had stopped, such a consumer had read everything (a slow outbox relay beside two CPU hogs:
+    stream-lost 0 in a run, the row's race missed)."""
+    from chaos.run import run_cell
+    cell = run_cell(cluster, "s1:on_nogroup=recreate-from-0",
+                    ["group-loss:after_entries=20,at_ms=0,window=10,catch_up=false"], runs=1,
+                    parts={"workload": "many-orders:keys=10,events=5,gap_ms=40,cost_ms=1"}, keep_runs="never")
+    assert cell.anomaly_counts.get("stream-lost") == 19, (cell.anomaly_counts, cell.unknown_reasons)

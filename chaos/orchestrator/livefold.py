@@ -255,7 +255,8 @@ class FoldingWatch(ProgressWatch):
     """A ProgressWatch that folds the run's history behind it: `fold` (a HistoryFold), stepped
     in each poll, or (`threaded`) in a thread of its own, one more share of the CPU; with
     `ahead` (a large run: chaos.orchestrator.priority) that thread runs at AHEAD_NICE, ahead
-    of the workers and servers."""
+    of the workers and servers, and so does the polling thread (the orchestrator's) until
+    `release`: its polls, the drain, and the check with the threads it starts."""
 
     def __init__(self, run_dir: Path, run: int | None = None, lag_s: float = LAG_S,
                  clock: Callable[[], float] = time.monotonic, budget_s: float = BUDGET_S,
@@ -270,10 +271,11 @@ class FoldingWatch(ProgressWatch):
         self.watch_nice_refused = ""
 
     def _ahead(self) -> None:
-        """The polling thread at AHEAD_NICE too, until `halt`: at nice 0 beside a fold thread at -10
-        it got the GIL back late after each hand-over (10^6 events: polls of 1-9 s wall for 0.1-0.7
-        CPU s), and the entries it saw settle meanwhile waited to be forgotten (up to 400k: the
-        peak's +80-140 MB)."""
+        """The polling thread at AHEAD_NICE too, until `release`. At nice 0 beside a fold thread at
+        -10 it got the GIL back late after each hand-over (10^6 events: polls of 1-9 s wall for
+        0.1-0.7 CPU s), and the entries it saw settle meanwhile waited to be forgotten (up to 400k:
+        the peak's +80-140 MB). And the check it then runs (the fold's rest, the final lists, the
+        counts: ~4-5 CPU s at 10^6) took 27 s at nice 0 beside two CPU hogs."""
         tid = threading.get_native_id()
         before = thread_nice(tid)
         self.watch_nice_refused = set_thread_nice(AHEAD_NICE, tid)
@@ -306,6 +308,9 @@ class FoldingWatch(ProgressWatch):
         if self._thread is not None:
             self._thread.join()
         self.fold.thaw()
+
+    def release(self) -> None:
+        self.halt()
         if self._watching is not None:
             tid, before = self._watching
             self._watching = None
@@ -313,9 +318,6 @@ class FoldingWatch(ProgressWatch):
                 set_thread_nice(before, tid)   # (a nice raised back: needs no capability)
             except OSError:   # (that thread has ended)
                 pass
-
-    def release(self) -> None:
-        self.halt()
         super().release()
         self.fold.abandon(self.fold.void or "released")   # (a check that never took the fold does not keep it)
 

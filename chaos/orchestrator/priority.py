@@ -16,14 +16,17 @@ from __future__ import annotations
 import os
 import threading
 
-# The nice of a large run's fold thread and, until the fold is taken, of its polling thread (the
-# workers and servers: 0). 0: not ahead. At -10 for the fold alone, the fold kept up (10^6 events, side
-# by side at load 7-8: the check 21.6 -> 7.8 s, its share 0.291 -> 0.123), but the polling thread, left
-# at 0, got the GIL back late after each hand-over: polls of 1-9 s wall for 0.1-0.7 CPU s, and the
-# entries seen settled meanwhile waited to be forgotten (366-400k at the workload's end: the peak rose
-# from 381-382 to 450-524 MB). With both at -10 the polls took at most 0.55 s and the watch held at
-# most 75k entries (load 11); the growth bench's 10^6 peak was 406.7 and 404.0 MB (load 9-28, two CPU
-# hogs beside), the check's share 0.127 and 0.153.
+# The nice of a large run's fold thread and of the orchestrator's thread from the workload to
+# the check's end (the workers and servers: 0). 0: not ahead. At -10 for the fold alone, the fold
+# kept up (10^6 events, side by side at load 7-8: the check 21.6 -> 7.8 s, its share 0.291 ->
+# 0.123), but the polling thread, left at 0, got the GIL back late after each hand-over: polls of
+# 1-9 s wall for 0.1-0.7 CPU s, and the entries seen settled meanwhile waited to be forgotten
+# (366-400k at the workload's end: the peak rose from 381-382 to 450-524 MB). With both at -10 the
+# polls took at most 0.55 s and the watch held at most 75k entries (load 11); the growth bench's
+# 10^6 peak was 406.7 and 404.0 MB (load 9-28, two CPU hogs beside), the check's share 0.127 and
+# 0.153. The check at 0 beside two hogs took 27.1 s wall for 4.3 CPU s of its thread (counting:
+# 0.86 CPU s in 4.0 s); at -10 (load 22) counting took 0.84 s in 1.9 s, and what is left is
+# waiting for the streams' pages from Redis (at the servers' nice).
 AHEAD_NICE = -10
 AHEAD_EVENTS = 200_000  # planned events from which a run is large: its fold at AHEAD_NICE, its large blocks mapped
 

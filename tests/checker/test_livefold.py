@@ -152,8 +152,9 @@ def test_a_large_runs_fold_runs_ahead_of_the_workers_in_its_own_thread(tmp_path:
                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     """`ahead` (a run of AHEAD_EVENTS or more) runs the fold's thread at AHEAD_NICE where
     the process may (CAP_SYS_NICE), else at its nice, saying why; the nice is the thread's own.
-    The polling thread runs at AHEAD_NICE too until the fold is taken (the watch keeps up), then
-    at its own nice again; another thread keeps its nice throughout; the check is the saved JSON."""
+    The polling thread runs at AHEAD_NICE too (the watch keeps up, the check is not left behind
+    the workers) until the watch is released, then at its own nice again; another thread keeps
+    its nice throughout; the check is the saved JSON."""
     monkeypatch.setattr(livefold, "AHEAD_NICE", -10)   # (the value measured; priority.AHEAD_NICE may be 0: off)
     archive = next(p for p in SAVED if p.name.startswith("baseline-none"))
     final, args, expected = unpack(archive, tmp_path / "saved")
@@ -171,8 +172,8 @@ def test_a_large_runs_fold_runs_ahead_of_the_workers_in_its_own_thread(tmp_path:
     beside = threading.Thread(target=bystander)
     beside.start()
     seen.wait(30)
+    watch = FoldingWatch(tmp_path / "live", run=args["run"], clock=lambda: float("inf"), threaded=True, ahead=True)
     try:
-        watch = FoldingWatch(tmp_path / "live", run=args["run"], clock=lambda: float("inf"), threaded=True, ahead=True)
         watch.poll()
         deadline = time.monotonic() + 30
         while watch.fold.nice is None and time.monotonic() < deadline:
@@ -187,7 +188,9 @@ def test_a_large_runs_fold_runs_ahead_of_the_workers_in_its_own_thread(tmp_path:
         folded = Folded(watch)
         result = check_run(HistorySource(tmp_path / "live", run=args["run"]).without(NOT_READ), final,
                            observe=folded.notes.observe, folded=folded, **args)
+        assert os.getpriority(os.PRIO_PROCESS, 0) == (before if watch.watch_nice_refused else livefold.AHEAD_NICE)
     finally:
+        watch.release()   # (the polling thread's nice back: also when an assertion failed)
         go.set()
         beside.join()
     assert watch.fold.void == "" and as_text(result) == expected

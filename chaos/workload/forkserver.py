@@ -45,6 +45,12 @@ except ModuleNotFoundError:  # pragma: no cover - exercised only where orjson is
 _PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
 _PARENT_ENV = "CHAOS_FORKSERVER_PARENT"
 SPEC_IN_FILE_BYTES = 1 << 16   # specs larger than this go through a file
+# How long the client waits for the server's start and for a spawn's answer. A server that is
+# gone is seen at once (its stdout ends); one that is alive but starved is waited out: in a
+# whole-suite run beside two CPU hogs (load 20-27, every xdist worker starting its cells at once)
+# a spawn's answer took longer than the 10 s this was, and its child was forked after the client
+# had given up (the cell a RIG FAILURE). A server that never answers is still named after this.
+PATIENCE_S = 30.0
 
 
 def _dumps(obj: Any) -> bytes:
@@ -285,7 +291,7 @@ class ForkServer:
         # PDEATHSIG fires when the *thread* that forked the server exits: this thread lives
         # as long as the server (it reads the server's replies until EOF).
         threading.Thread(target=self._own_server, name="chaos-forkserver", daemon=True).start()
-        self._started.wait(30)
+        self._started.wait(PATIENCE_S)
         if self._proc is None or not self.alive():
             raise RuntimeError(f"fork server did not start: {self._failure!r}")
 
@@ -344,7 +350,7 @@ class ForkServer:
     def alive(self) -> bool:
         return self._proc is not None and self._proc.poll() is None
 
-    def spawn(self, spec: WorkerSpec | dict[str, Any], log: Path, timeout: float = 10.0) -> Child:
+    def spawn(self, spec: WorkerSpec | dict[str, Any], log: Path, timeout: float = PATIENCE_S) -> Child:
         """Start a worker; the server files it under its run dir (see `end`)."""
         spec = WorkerSpec.of(spec)   # the one contract: a dict is checked into a WorkerSpec here
         encoded = _dumps(spec.to_json())
@@ -380,7 +386,7 @@ class ForkServer:
                                       f"{reply and reply.get('error') or 'server is gone'}")
             return reply["child"]
 
-    def end(self, group: str, timeout: float = 15.0) -> list[tuple[int, str]]:
+    def end(self, group: str, timeout: float = PATIENCE_S) -> list[tuple[int, str]]:
         """SIGKILL and reap whatever the server still runs of `group` (a run dir), whatever this
         client believes of it; the (pid, name) of those that were still running. The server
         knows its children for sure: after this, none of the run's is left. A server that is

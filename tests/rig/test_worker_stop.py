@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import signal
+import threading
 import time
 from pathlib import Path
 from typing import Any, ClassVar
@@ -56,6 +57,27 @@ def test_a_child_whose_spawn_gave_up_waiting_is_killed_when_the_server_answers(t
     assert barrier.wait(10) == -signal.SIGKILL
     assert wait_gone(late, 10) == [], f"the child of a spawn that gave up is still running: {late}"
     assert _live_children(server._proc.pid) == []
+
+
+def test_a_spawn_waits_out_a_starved_server_and_gets_its_child(tmp_path):
+    """A server that is alive but answers late (starved: here SIGSTOPped 1 s) is waited for within
+    the spawn's patience, and the child it forks is the caller's, running, not one killed as given up
+    (forkserver.PATIENCE_S: under load 20-27 an answer took longer than the old 10 s)."""
+    server = fork_server()
+    os.kill(server._proc.pid, signal.SIGSTOP)
+    resume = threading.Timer(1.0, os.kill, (server._proc.pid, signal.SIGCONT))
+    resume.start()
+    try:
+        started = time.monotonic()
+        child = server.spawn(_waiting_producer(tmp_path, "P-starved"), tmp_path / "starved.log", timeout=5.0)
+        waited = time.monotonic() - started
+    finally:
+        resume.cancel()
+        os.kill(server._proc.pid, signal.SIGCONT)
+    assert waited >= 0.9, f"the answer came in {waited:.2f} s: the server was not stopped while asked"
+    assert _live_children(server._proc.pid) == [child.pid], "the late answer's child is not the caller's"
+    child.kill(signal.SIGKILL)
+    assert child.wait(10) == -signal.SIGKILL
 
 
 class KillForkServerAtArm(Fault):

@@ -450,11 +450,18 @@ def absorb_final(events: _Events, final: FinalState) -> int:
                                                  events.etype)
     learn, add_entry = events.learn_fields, events.add_entry   # (bound once: 10^6 intended events and as many entries)
     stream_pages = _entry_pages(final.stream_entries)   # (PagedEntries: its first pages come in meanwhile)
+    # (`nxt`: the row after the last one found. The lists come in the order the history first named
+    # their events, as a rule: that row is checked first, by its id, before the index is asked.)
+    eids, nxt = events.eids, 0
     for eid, key, version, etype in _intended_tuples(final.events):
         if eid is not None:
-            i = index.get(eid)
-            if i is None:
-                i = add(eid)
+            if nxt < len(eids) and eids[nxt] == eid:
+                i = nxt
+            else:
+                i = index.get(eid)
+                if i is None:
+                    i = add(eid)
+            nxt = i + 1
             # (else it knows them all, or the row has none to add)
             if (keys[i] is None or versions[i] == ASIDE and version is not None
                     or etypes[i] == 0 and etype is not None):
@@ -465,12 +472,17 @@ def absorb_final(events: _Events, final: FinalState) -> int:
     entry_of, stream_of, table = events.entry, events.stream, events.table
     for flag, pages in ((IN_STREAM, stream_pages), (PENDING, _entry_pages(final.pending)),
                         (UNDELIVERED, _entry_pages(final.undelivered))):
+        nxt = 0
         for stream, page in pages:
             for entry_id, eid in page:
                 if eid is not None:
-                    i = index.get(eid)
-                    if i is None:
-                        i = add(eid)
+                    if nxt < len(eids) and eids[nxt] == eid:
+                        i = nxt
+                    else:
+                        i = index.get(eid)
+                        if i is None:
+                            i = add(eid)
+                    nxt = i + 1
                     # (the entry the history named already, as a rule: add_entry's first test, inline)
                     if entry_of[i] != entry_key(entry_id) or not (table[stream_of[i]] == stream or stream is None):
                         add_entry(i, stream, entry_id)

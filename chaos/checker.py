@@ -363,14 +363,12 @@ def _count_events(scan: _RunScan, intended: int, stopped: set[str], counts: Coun
     by_kind: dict[str, dict[str | None, list[str]]] = {LOST: defaultdict(list), DUPLICATED: defaultdict(list),
                                                        UNEXPECTED: defaultdict(list),
                                                        STOPPED_CONSUMING: defaultdict(list)}
-    published_indeterminate = 0
     events = scan.events   # (read by row, column by column: chaos/checkstore.py)
     wheres, deliveries, applied, handled_at, keys = (events.where, events.deliveries, events.applied,
                                                      events.handled_at, events.keys)
     versions, odd_version, odd_time = events.version, events.aside["version"], events.aside["handled_at"]
     entries, unknowns = events.entries, events.unknown
-    # (the counts every event moves, kept as locals and added to `counts` after the loop: 10^6 events)
-    delivered_n = redelivered_n = handled_n = recovered_n = handled_pending_n = published_n = 0
+    published_indeterminate = delivered_n = redelivered_n = handled_n = recovered_n = handled_pending_n = published_n = 0
     for eid, i in zip(events.eids, events.seal()):   # (sealed: the id index's memory is top_by_key's)
         t = handled_at[i]
         handled = t == t or i in odd_time   # (NaN: none, or one kept aside)
@@ -387,10 +385,8 @@ def _count_events(scan: _RunScan, intended: int, stopped: set[str], counts: Coun
             counts.duplicate_entries += events.extra_entries(i)
         if handled:
             handled_n += 1
-            if where & RECOVERED:
-                recovered_n += 1
-            if where & PENDING:
-                handled_pending_n += 1
+            recovered_n += bool(where & RECOVERED)
+            handled_pending_n += bool(where & PENDING)
         if applied[i] > 1:
             counts.duplicated += 1
             by_kind[DUPLICATED][key].append(eid)
@@ -433,15 +429,18 @@ def _count_events(scan: _RunScan, intended: int, stopped: set[str], counts: Coun
             by_kind[UNEXPECTED][key].append(eid)
         else:
             counts.unattempted += 1  # intended, and no process ever tried to publish it
-    counts.delivered += delivered_n
-    counts.redelivered += redelivered_n
-    counts.handled += handled_n
-    counts.recovered += recovered_n
-    counts.handled_pending += handled_pending_n
-    counts.published += published_n
+    _add_counts(counts, delivered=delivered_n, redelivered=redelivered_n, handled=handled_n, recovered=recovered_n,
+                handled_pending=handled_pending_n, published=published_n)
     _check_accounting(len(scan.events), counts, published_indeterminate, intended)
     _add_event_anomalies(scan, by_kind, anomalies, history)
     return top_by_key
+
+
+def _add_counts(counts: Counts, **tallies: int) -> None:
+    """Each tally added to its count (_count_events keeps the counts every event moves in locals:
+    an attribute's read and write per event, 10^6 times, was 0.1 CPU s)."""
+    for name, n in tallies.items():
+        setattr(counts, name, getattr(counts, name) + n)
 
 
 def _add_event_anomalies(scan: _RunScan, by_kind: dict[str, dict[str | None, list[str]]], anomalies: AnomalyLog,

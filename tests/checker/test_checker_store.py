@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 import json
 import os
+import random
 import subprocess
 import sys
 import tracemalloc
@@ -14,7 +15,7 @@ from pathlib import Path
 from checker_histories import CREATED_42, PAID_42, Ev, History, final
 
 from chaos.checker import _RunScan, check_run
-from chaos.checkstore import DLQ, OK, RECOVERED, _Events, _Writes, entry_key
+from chaos.checkstore import DLQ, OK, RECOVERED, _Events, _Writes, absorb_final, entry_key
 
 PAID = {"42": ("paid", 2)}
 
@@ -207,6 +208,41 @@ def test_a_sealed_store_gives_its_rows_and_no_lookups_by_id():
         pass
     else:
         raise AssertionError("a sealed store looked an event up by id")
+
+
+
+def _records_by_id(order: list[int]) -> dict[str, tuple]:
+    """Each event's record after absorb_final, by id, with the final lists given in `order`
+    (indexes into 30 published events, then 5 the history never named)."""
+    scan = _RunScan()
+    scan.scan(ordinary_ops(30))
+    named = len(scan.events)
+    ids = [f"ej{k}-1" for k in range(35)]
+    entries = [{"entry_id": f"{1796406132561 + k // 50}-{k % 50}", "stream": "orders", "event_id": ids[k]}
+               for k in order]
+    lists = {"events": [{"event_id": ids[k], "key": f"j{k}", "version": 1, "etype": "done"} for k in order],
+             "stream_entries": entries, "pending": [e for k, e in zip(order, entries) if k % 7 == 0],
+             "undelivered": [e for k, e in zip(order, entries) if k % 11 == 3]}
+    intended = absorb_final(scan.events, final(**lists))
+    events = scan.events
+    assert intended == 35 and [events.index[e] for e in ids[:named]] == list(range(named)), \
+        "a named event moved to another row"
+    return {e: (r.where, r.entry, r.stream, r.key, r.version, r.etype, r.extra_entries())
+            for e, r in ((e, events[e]) for e in ids)}
+
+
+def test_the_final_lists_in_any_order_give_each_event_the_same_record():
+    """absorb_final tries the row after the last one found (the lists come in the history's order,
+    as a rule) before the id index: lists in another order, or naming events the history did not,
+    find the same rows and make the same records."""
+    in_order = list(range(35))
+    shuffled = in_order[:]
+    random.Random(23).shuffle(shuffled)
+    interleaved = [k for pair in zip(range(30, 35), range(5)) for k in pair] + list(range(5, 30))
+    want = _records_by_id(in_order)
+    assert all(r[0] & OK for e, r in want.items() if int(e[2:-2]) < 30)
+    assert _records_by_id(shuffled) == want
+    assert _records_by_id(interleaved) == want
 
 
 if __name__ == "__main__":          # test_the_records_are_no_object_per_event's fresh interpreter

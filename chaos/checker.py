@@ -385,8 +385,8 @@ def _count_events(scan: _RunScan, intended: int, stopped: set[str], counts: Coun
             counts.duplicate_entries += events.extra_entries(i)
         if handled:
             handled_n += 1
-            recovered_n += bool(where & RECOVERED)
-            handled_pending_n += bool(where & PENDING)
+            recovered_n += (where & RECOVERED) > 0
+            handled_pending_n += (where & PENDING) > 0
         if applied[i] > 1:
             counts.duplicated += 1
             by_kind[DUPLICATED][key].append(eid)

@@ -253,10 +253,15 @@ def test_a_broken_link_is_not_a_failure_the_drain_may_stop_for(tmp_path):
 
 def test_a_stalled_run_ends_unknown_with_its_reason(cluster):
     """C1 stops itself at a failpoint and nobody resumes it: past its bound the workload makes
-    no progress, and the run says why instead of waiting forever."""
+    no progress, and the run says why instead of waiting forever. The failpoint is right after
+    C1's read of `created` (after_read), with no work between the read and the stop: at
+    after_apply_before_ack, beside two CPU hogs C1's first apply (its first PostgreSQL connection)
+    took 1.16 s, longer than the stall allowance, so the workload was called stalled while C1 was
+    still applying, the drain's resume came before C1 stopped itself, and the run ended with C1
+    live and stopped: invalid (stopped consuming), not this test's stalled workload."""
     started = time.monotonic()
-    cell = run_cell(cluster, "s1", runs=1, time_scale=0.2, workload_bound_s=0.5, stall_s=1.0,
-                    failpoints={"C1": {"after_apply_before_ack": {"action": "signal", "etype": "created"}}})
+    cell = run_cell(cluster, "s1", runs=1, time_scale=0.2, workload_bound_s=0.5, stall_s=1.5,
+                    failpoints={"C1": {"after_read": {"action": "signal", "etype": "created"}}})
     assert cell.verdict == "unknown"
     reason = " ".join(cell.unknown_reasons)
     assert "the workload did not finish within" in reason and "no progress for" in reason, reason

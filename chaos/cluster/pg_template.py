@@ -143,10 +143,18 @@ def _fresh_dir(path: Path, user: str | None) -> Path:
     return path
 
 
+def single_user_argv(bin_dir: Path, data: Path) -> list[str]:
+    """`postgres --single` on `data`, its dynamic shared memory in the data dir (mmap), not /dev/shm:
+    a single-user backend killed mid-bake (a test session SIGKILLed, an xdist worker gone) left its
+    two segments (26,976 B and 1 MiB) in /dev/shm for good, where nothing removes them."""
+    return [str(bin_dir / "postgres"), "--single", "-D", str(data), "-c", "fsync=off",
+            "-c", "dynamic_shared_memory_type=mmap", "postgres"]
+
+
 def _create_databases(bin_dir: Path, data: Path, user: str | None, log: Path) -> None:
     """CREATE DATABASE in single-user mode: no port, no socket, exits cleanly at end of input."""
     script = "".join(f"CREATE DATABASE {name};\n" for name in DATABASES).encode()
-    proc = spawner.spawn([str(bin_dir / "postgres"), "--single", "-D", str(data), "-c", "fsync=off", "postgres"],
+    proc = spawner.spawn(single_user_argv(bin_dir, data),
                          log=log, cwd=data.parent, user=user, env=_pg_env(), stdin=subprocess.PIPE)
     proc.communicate(script, timeout=120)
     _check(proc.returncode, "postgres --single (CREATE DATABASE)", log, data)
